@@ -1,0 +1,112 @@
+"""The contracts every backend implements. Small on purpose: one protocol per role."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from waypost.filters.model import Filter
+from waypost.types import Chunk, Document, Metadata, RetrievalResult
+
+FloatMatrix = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix: ...
+
+    def embed_query(self, text: str) -> FloatMatrix: ...
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    embed_model: str
+    embed_dim: int
+    generation: int
+    documents: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk row with what a hit needs to explain itself."""
+
+    row_id: int
+    chunk: Chunk
+    title: str
+    source: str
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class IngestItem:
+    document: Document
+    chunks: list[Chunk]
+    embeddings: FloatMatrix
+
+
+@dataclass(frozen=True)
+class ChunkSnapshot:
+    """Every chunk of a collection at one generation, in row order: the input of derived indexes."""
+
+    generation: int
+    row_ids: npt.NDArray[np.int64]
+    document_ids: list[str]
+    index_texts: list[str]
+    embeddings: FloatMatrix
+    metadata: list[Metadata]
+
+
+class DocumentStore(Protocol):
+    """The transactional system of record. Every derived index can be rebuilt from it."""
+
+    def create_collection(self, name: str, embed_model: str, embed_dim: int) -> CollectionInfo: ...
+
+    def collection(self, name: str) -> CollectionInfo: ...
+
+    def collections(self) -> list[CollectionInfo]: ...
+
+    def drop_collection(self, name: str) -> None: ...
+
+    def generation(self, name: str) -> int:
+        """A counter that moves on every committed change to the collection."""
+        ...
+
+    def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]: ...
+
+    def write(self, collection: str, items: Sequence[IngestItem]) -> int:
+        """Insert or replace documents with their chunks, all in one transaction."""
+        ...
+
+    def delete(self, collection: str, ids: Iterable[str]) -> int: ...
+
+    def get_document(self, collection: str, doc_id: str) -> Document | None: ...
+
+    def iter_documents(self, collection: str) -> Iterator[Document]: ...
+
+    def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]: ...
+
+    def snapshot(self, collection: str) -> ChunkSnapshot: ...
+
+    def close(self) -> None: ...
+
+
+class Retriever(Protocol):
+    """One retrieval strategy. Each lives in its own module under ``waypost.retrieval``."""
+
+    name: str
+
+    def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult: ...

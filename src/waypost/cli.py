@@ -1,0 +1,250 @@
+"""The ``waypost`` command line: add, query, rm, ls, stats, eval, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+# One BLAS thread: on few cores it otherwise fights torch's threads (set before numpy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig  # noqa: E402
+from waypost.errors import WaypostError  # noqa: E402
+from waypost.filters.model import Filter, parse_filter, parse_filter_json  # noqa: E402
+from waypost.retrieval.fusion import FusionConfig, FusionMethod  # noqa: E402
+from waypost.retrieval.registry import STRATEGIES  # noqa: E402
+from waypost.types import RetrievalResult  # noqa: E402
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="waypost: local-first adaptive retrieval.")
+console = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[Path, typer.Option("--store", "-s", envvar="WAYPOST_STORE", help="Store directory.")]
+CollOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection name.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Embedding model: a sentence-transformers name or "
+                                              "path, or openai:MODEL@URL. Default: the collection's own.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+DEFAULT_STORE = Path(".waypost")
+
+
+def _engine(store: Path, model: str | None = None, chunk_tokens: int = 200, fusion: FusionConfig | None = None) -> Engine:
+    return Engine(store, EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=fusion or FusionConfig()))
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+@app.command()
+def add(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .jsonl .csv).")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    model: ModelOpt = None,
+    chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk.")] = 200,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ingest documents. Unchanged documents are skipped; changed ones are replaced atomically."""
+    with _engine(store, model, chunk_tokens) as engine:
+        report = engine.collection(collection, create=True).add_paths(paths, show_progress=not as_json)
+    if as_json:
+        print(json.dumps(report.to_dict()))
+    else:
+        console.print(f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+                      f"{report.chunks} chunks in {report.seconds:.1f}s")
+        for f in report.failures:
+            err.print(f"[yellow]skipped[/] {f.source}: {f.error}")
+    if report.failures and not (report.added or report.updated or report.unchanged):
+        raise typer.Exit(1)
+
+
+def _filters(where: list[str], where_json: str | None) -> Filter | None:
+    parsed = parse_filter(where)
+    if where_json:
+        extra = parse_filter_json(where_json)
+        from waypost.filters.extract import combine
+
+        return combine(parsed, extra)
+    return parsed
+
+
+def _print_result(result: RetrievalResult, explain: bool) -> None:
+    table = Table(show_lines=False)
+    for col in ("#", "score", "document", "section", "span", "text"):
+        table.add_column(col, overflow="fold", max_width=70 if col == "text" else None)
+    for i, hit in enumerate(result.hits, start=1):
+        text = " ".join(hit.chunk.text.split())
+        table.add_row(str(i), f"{hit.score:.4f}", f"{hit.provenance.document_title or hit.document_id}\n[dim]{hit.document_id}[/]",
+                      " > ".join(hit.chunk.section), f"{hit.chunk.start}-{hit.chunk.end}",
+                      text[:220] + ("…" if len(text) > 220 else ""))
+    console.print(table)
+    if explain:
+        ex = result.explanation
+        console.print(f"[bold]strategy[/] {ex.strategy}   [bold]semantic query[/] {ex.semantic_query!r}")
+        console.print(f"[bold]filters[/] {ex.filters or 'none'}   [bold]candidates[/] {ex.candidates}")
+        console.print("[bold]timings[/] " + ", ".join(f"{k} {v:.1f} ms" for k, v in ex.timings_ms.items())
+                      + f"   total {ex.total_ms:.1f} ms")
+        for note in ex.notes:
+            console.print(f"  [dim]{note}[/]")
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The question or search terms.")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of hits.")] = 5,
+    where: Annotated[list[str], typer.Option("--where", "-w", help="Filter such as year>=2015 or 'country in India,Spain'.")] = [],  # noqa: B006
+    where_json: Annotated[str | None, typer.Option("--where-json", help='JSON filter: {"or": [{"type": "Movie"}, ...]}')] = None,
+    fusion: Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")] = FusionMethod.WEIGHTED,
+    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")] = FusionConfig.alpha,
+    explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retrieve the best chunks for a query."""
+    with _engine(store, model, fusion=FusionConfig(method=fusion, alpha=alpha)) as engine:
+        result = engine.collection(collection).retrieve(text, strategy, k=k, filters=_filters(where, where_json))
+    if as_json:
+        print(json.dumps({"hits": [h.to_dict() for h in result.hits], "explain": result.explanation.to_dict()}))
+    else:
+        _print_result(result, explain)
+
+
+@app.command()
+def rm(
+    ids: Annotated[list[str], typer.Argument(help="Document ids to delete.")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete documents (and their chunks and vectors) by id."""
+    with _engine(store) as engine:
+        removed = engine.collection(collection).delete(ids)
+    print(json.dumps({"removed": removed})) if as_json else console.print(f"removed {removed} of {len(ids)}")
+    if removed < len(ids) and not as_json:
+        err.print("[yellow]some ids were not found[/]")
+
+
+@app.command("ls")
+def ls_(
+    store: StoreOpt = DEFAULT_STORE,
+    collection: Annotated[str | None, typer.Option("--collection", "-c", help="List this collection's documents.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List collections, or the documents of one collection."""
+    with _engine(store) as engine:
+        if collection is None:
+            infos = engine.collections()
+            rows: list[dict[str, Any]] = [i.__dict__ for i in infos]
+        else:
+            rows = [{"id": d.id, "title": d.title, "source": d.source, "chars": len(d.text)}
+                    for d in engine.collection(collection).documents()]
+    if as_json:
+        print(json.dumps(rows))
+        return
+    table = Table()
+    for col in rows[0] if rows else ["(empty)"]:
+        table.add_column(str(col))
+    for row in rows:
+        table.add_row(*[str(v) for v in row.values()])
+    console.print(table)
+
+
+@app.command()
+def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
+    """Counts, model, metadata fields and index state of a collection."""
+    with _engine(store) as engine:
+        coll = engine.collection(collection)
+        info = coll.info
+        indexes = engine.indexes.get(collection)
+        meta = indexes.metadata
+        data: dict[str, Any] = {
+            **info.__dict__,
+            "index_build_seconds": round(indexes.build_seconds, 3),
+            "store_bytes": sum(p.stat().st_size for p in store.rglob("*") if p.is_file()),
+            "fields": {f: {"kind": meta.stats[f].kind, "list": meta.stats[f].is_list,
+                           "distinct": len(meta.inverted.get(f, {})) or None, "range": meta.numeric_range(f)}
+                       for f in meta.fields},
+        }
+    if as_json:
+        print(json.dumps(data))
+        return
+    for key, value in data.items():
+        if key != "fields":
+            console.print(f"[bold]{key}[/] {value}")
+    if data["fields"]:
+        table = Table(title="metadata fields")
+        for col in ("field", "kind", "list", "distinct", "range"):
+            table.add_column(col)
+        for name, f in data["fields"].items():
+            table.add_row(name, f["kind"], str(f["list"]), str(f["distinct"] or ""), str(f["range"] or ""))
+        console.print(table)
+
+
+@app.command("eval")
+def eval_(
+    dataset: Annotated[Path, typer.Argument(help="A BEIR-layout directory.")],
+    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Recall@k depth (Recall@2/5/10/100 are always reported).")] = 100,
+    fusion: Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")] = FusionMethod.WEIGHTED,
+    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")] = FusionConfig.alpha,
+    model: ModelOpt = None,
+    chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk.")] = 200,
+    split: Annotated[str, typer.Option(help="qrels split to evaluate.")] = "test",
+    cache_dir: Annotated[Path | None, typer.Option(help="Where ingested eval corpora and embeddings are cached.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
+    show_failures: Annotated[bool, typer.Option(help="List queries whose filters were extracted wrongly.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy."""
+    from waypost.evaluation.runner import run_eval
+
+    config = EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=FusionConfig(method=fusion, alpha=alpha))
+    report = run_eval(dataset, strategy, k, config, cache_dir, split, show_progress=not as_json, limit=limit)
+    if as_json:
+        print(json.dumps(report.to_dict()))
+        return
+    table = Table(title=f"{report.dataset} · {strategy}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in report.metrics.items():
+        table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+    console.print(table)
+    if show_failures:
+        for f in report.failures:
+            console.print(f"[yellow]{f['query']}[/]\n  expected {f['expected']}\n  got      {f['predicted']}")
+
+
+@app.command()
+def demo(store: StoreOpt = Path(".waypost-demo"), query_text: Annotated[str, typer.Argument()] = "How does waypost keep the store consistent if ingest is killed?") -> None:
+    """Ingest the bundled sample corpus, then answer a query with --explain."""
+    samples = Path(__file__).parent / "samples"
+    with _engine(store) as engine:
+        report = engine.collection(DEFAULT_COLLECTION, create=True).add_paths([samples], show_progress=True)
+        console.print(f"sample corpus: added {report.added}, unchanged {report.unchanged}, {report.chunks} new chunks")
+        result = engine.collection(DEFAULT_COLLECTION).retrieve(query_text, "hybrid", k=3)
+    console.print(f"[bold]query[/] {query_text}")
+    _print_result(result, explain=True)
+
+
+def main() -> None:
+    try:
+        app()
+    except WaypostError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""The public entry point: open a store directory, then add, delete and retrieve per collection."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from waypost.base import CollectionInfo, Embedder
+from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
+from waypost.errors import CollectionNotFoundError, ModelMismatchError
+from waypost.filters.extract import FilterExtractor
+from waypost.filters.model import Filter
+from waypost.index.set import IndexCache
+from waypost.ingest.chunker import Chunker
+from waypost.ingest.pipeline import IngestReport, Ingestor, documents_from_paths
+from waypost.retrieval.context import SearchContext
+from waypost.retrieval.fusion import FusionConfig
+from waypost.retrieval.registry import make_retriever
+from waypost.store.sqlite import SQLiteStore
+from waypost.types import Document, RetrievalResult
+
+DEFAULT_COLLECTION = "default"
+
+
+@dataclass
+class EngineConfig:
+    embed_model: str | None = None  # None: the model the collection was built with, else the default
+    chunk_tokens: int = 200
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    approximate_dense: bool = False
+    embed_cache: Path | None = None  # None: <store>/embedding-cache.sqlite
+    api_key: str | None = None
+
+
+class Engine:
+    """One store directory: a SQLite system of record plus derived indexes and an embedding cache."""
+
+    def __init__(self, path: str | Path, config: EngineConfig | None = None) -> None:
+        self.path = Path(path)
+        self.config = config or EngineConfig()
+        self.store = SQLiteStore(self.path / "store.sqlite")
+        self.indexes = IndexCache(self.store, self.path / "indexes", self.config.approximate_dense)
+        self._embedders: dict[str, Embedder] = {}
+        self._extractors: dict[tuple[str, int], FilterExtractor] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- models -----------------------------------------------------------------------------
+    def embedder(self, model: str) -> Embedder:
+        with self._lock:
+            if model not in self._embedders:
+                cache = self.config.embed_cache or self.path / "embedding-cache.sqlite"
+                self._embedders[model] = make_embedder(model, cache, self.config.api_key)
+            return self._embedders[model]
+
+    def register_embedder(self, embedder: Embedder) -> None:
+        """Use an already-loaded embedder for its model id (shares one model across engines)."""
+        with self._lock:
+            self._embedders[embedder.model_id] = embedder
+
+    def _model_for(self, info: CollectionInfo | None) -> str:
+        wanted = self.config.embed_model
+        if info is None:
+            return wanted or DEFAULT_MODEL
+        if wanted is not None and wanted != info.embed_model:
+            raise ModelMismatchError(
+                f"collection {info.name!r} was built with embedding model {info.embed_model!r} "
+                f"(dimension {info.embed_dim}), not {wanted!r}; re-ingest into a new collection to switch models"
+            )
+        return info.embed_model
+
+    # -- collections ------------------------------------------------------------------------
+    def collections(self) -> list[CollectionInfo]:
+        return self.store.collections()
+
+    def collection(self, name: str = DEFAULT_COLLECTION, create: bool = False) -> Collection:
+        try:
+            info: CollectionInfo | None = self.store.collection(name)
+        except CollectionNotFoundError:
+            if not create:
+                raise
+            info = None
+        model = self._model_for(info)
+        if info is None:
+            embedder = self.embedder(model)
+            self.store.create_collection(name, embedder.model_id, embedder.dimension)
+        return Collection(self, name, model)
+
+    def drop(self, name: str) -> None:
+        self.store.drop_collection(name)
+        self.indexes.forget(name)
+
+
+class Collection:
+    def __init__(self, engine: Engine, name: str, model: str) -> None:
+        self.engine = engine
+        self.name = name
+        self.model = model
+
+    @property
+    def info(self) -> CollectionInfo:
+        return self.engine.store.collection(self.name)
+
+    @property
+    def embedder(self) -> Embedder:
+        embedder = self.engine.embedder(self.model)
+        info = self.info
+        if embedder.model_id != info.embed_model or embedder.dimension != info.embed_dim:
+            raise ModelMismatchError(
+                f"collection {self.name!r} holds {info.embed_model!r} vectors of dimension {info.embed_dim}; "
+                f"the configured embedder is {embedder.model_id!r} ({embedder.dimension})"
+            )
+        return embedder
+
+    def _ingestor(self) -> Ingestor:
+        return Ingestor(self.engine.store, self.embedder, Chunker(self.engine.config.chunk_tokens))
+
+    def add(self, documents: Iterable[Document], show_progress: bool = False, total: int | None = None) -> IngestReport:
+        """Insert new documents, replace changed ones, skip unchanged ones (by content hash)."""
+        return self._ingestor().ingest(self.name, documents, show_progress=show_progress, total=total)
+
+    def add_paths(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
+        """Load every supported file under ``paths``; bad files are reported, the rest still ingested."""
+        report = IngestReport()
+        docs = documents_from_paths(paths, report.failures)
+        return self._ingestor().ingest(self.name, docs, report=report, show_progress=show_progress)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        return self.engine.store.delete(self.name, ids)
+
+    def get(self, doc_id: str) -> Document | None:
+        return self.engine.store.get_document(self.name, doc_id)
+
+    def documents(self) -> Iterable[Document]:
+        return self.engine.store.iter_documents(self.name)
+
+    def context(self) -> SearchContext:
+        return SearchContext(self.name, self.engine.indexes.get(self.name), self.embedder, self.engine.store)
+
+    def extractor(self) -> FilterExtractor:
+        ctx_indexes = self.engine.indexes.get(self.name)
+        key = (self.name, ctx_indexes.generation)
+        if key not in self.engine._extractors:
+            self.engine._extractors = {k: v for k, v in self.engine._extractors.items() if k[0] != self.name}
+            self.engine._extractors[key] = FilterExtractor(ctx_indexes.metadata)
+        return self.engine._extractors[key]
+
+    def retrieve(self, query: str, strategy: str = "hybrid", k: int = 10, filters: Filter | None = None,
+                 fusion: FusionConfig | None = None) -> RetrievalResult:
+        if not query.strip():
+            from waypost.errors import WaypostError
+
+            raise WaypostError("the query is empty")
+        ctx = self.context()
+        fusion = fusion or self.engine.config.fusion
+        if strategy == "metadata":
+            from waypost.retrieval.metadata import MetadataRetriever
+
+            return MetadataRetriever(ctx, fusion, self.extractor()).retrieve(query, k, filters)
+        return make_retriever(strategy, ctx, fusion).retrieve(query, k, filters)
+
+
+def open_store(path: str | Path, config: EngineConfig | None = None) -> Engine:
+    return Engine(path, config)

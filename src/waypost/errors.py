@@ -1,0 +1,21 @@
+"""Errors a user can act on."""
+
+
+class WaypostError(Exception):
+    """Base class for every error waypost raises on purpose."""
+
+
+class ModelMismatchError(WaypostError):
+    """A collection was built with one embedding model and used with another."""
+
+
+class FilterError(WaypostError):
+    """A metadata filter is malformed or names an unknown field."""
+
+
+class LoaderError(WaypostError):
+    """A file could not be turned into documents."""
+
+
+class CollectionNotFoundError(WaypostError):
+    """The named collection does not exist in the store."""

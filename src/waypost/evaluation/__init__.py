@@ -1,0 +1,1 @@
+"""Evaluation on BEIR-layout datasets: loading, metrics and the runner behind ``waypost eval``."""

@@ -1,0 +1,74 @@
+"""Read a BEIR-layout directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from waypost.errors import WaypostError
+from waypost.types import Document
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BeirDataset:
+    root: Path
+    queries: list[Query]
+    qrels: dict[str, dict[str, int]]
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def corpus_path(self) -> Path:
+        return self.root / "corpus.jsonl"
+
+    def fingerprint(self) -> str:
+        st = self.corpus_path.stat()
+        return hashlib.sha256(f"{self.corpus_path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+
+    def corpus(self) -> Iterator[Document]:
+        with self.corpus_path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    yield Document(id=str(row["_id"]), title=row.get("title", "") or "", text=row["text"],
+                                   metadata=row.get("metadata") or {}, source=f"{self.name}:{row['_id']}")
+
+    def corpus_size(self) -> int:
+        with self.corpus_path.open(encoding="utf-8") as fh:
+            return sum(1 for line in fh if line.strip())
+
+
+def load_beir(root: str | Path, split: str = "test") -> BeirDataset:
+    root = Path(root)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    for needed in (root / "corpus.jsonl", root / "queries.jsonl", qrels_path):
+        if not needed.exists():
+            raise WaypostError(f"{root} is not a BEIR-layout dataset: {needed} is missing")
+    qrels: dict[str, dict[str, int]] = {}
+    with qrels_path.open(encoding="utf-8") as fh:
+        for row in csv.reader(fh, delimiter="\t"):
+            if not row or row[0] == "query-id":
+                continue
+            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    queries: list[Query] = []
+    with (root / "queries.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                if str(row["_id"]) in qrels:
+                    queries.append(Query(str(row["_id"]), row["text"], row.get("metadata") or {}))
+    return BeirDataset(root, queries, qrels)

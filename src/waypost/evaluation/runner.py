@@ -1,0 +1,162 @@
+"""``waypost eval``: ingest a BEIR corpus once (cached), run every test query, report metrics."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from waypost.engine import Collection, Engine, EngineConfig
+from waypost.evaluation.beir import BeirDataset, load_beir
+from waypost.evaluation.metrics import ndcg_at, percentile, precision_at, recall_at, reciprocal_rank
+from waypost.filters.model import Condition, Op
+from waypost.index.metadata import MetadataIndex
+
+COLLECTION = "corpus"
+
+
+def default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "waypost"
+
+
+@dataclass
+class EvalReport:
+    dataset: str
+    strategy: str
+    metrics: dict[str, float]
+    ingest: dict[str, Any] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "strategy": self.strategy, **self.metrics}
+
+
+def eval_store_dir(dataset: BeirDataset, config: EngineConfig, cache_dir: Path) -> Path:
+    model = re.sub(r"[^\w.-]+", "_", config.embed_model or "default")
+    return cache_dir / "eval" / f"{dataset.name}-{dataset.fingerprint()}-{model}-t{config.chunk_tokens}"
+
+
+def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[Collection, dict[str, Any]]:
+    """The ingested corpus; a marker file makes a second run skip straight to querying."""
+    marker = engine.path / f"ingested-{dataset.fingerprint()}.json"
+    collection = engine.collection(COLLECTION, create=True)
+    if marker.exists():
+        return collection, json.loads(marker.read_text())
+    report = collection.add(dataset.corpus(), show_progress=show_progress, total=dataset.corpus_size())
+    summary = report.to_dict()
+    summary["failed"] = len(report.failures)
+    marker.write_text(json.dumps(summary))
+    return collection, summary
+
+
+def run_eval(dataset_dir: str | Path, strategy: str, k: int = 100, config: EngineConfig | None = None,
+             cache_dir: Path | None = None, split: str = "test", show_progress: bool = False,
+             limit: int | None = None) -> EvalReport:
+    dataset = load_beir(dataset_dir, split)
+    config = config or EngineConfig()
+    cache_dir = cache_dir or default_cache_dir()
+    if config.embed_cache is None:
+        config.embed_cache = cache_dir / "embedding-cache.sqlite"
+    engine = Engine(eval_store_dir(dataset, config, cache_dir), config)
+    try:
+        collection, ingest = prepare(dataset, engine, show_progress)
+        depth = max(k, 100)
+        queries = dataset.queries[:limit] if limit else dataset.queries
+        collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10)  # build indexes, load model
+        per_query: dict[str, list[float]] = {}
+        latencies: list[float] = []
+        filter_hits: list[bool] = []
+        extractor = collection.extractor() if any("constraints" in q.metadata for q in queries) else None
+        failures: list[dict[str, Any]] = []
+        for q in queries:
+            t0 = time.perf_counter()
+            result = collection.retrieve(q.text, strategy, k=depth * 3)
+            latencies.append((time.perf_counter() - t0) * 1000.0)
+            ranked = result.document_ids()[:depth]
+            gold = dataset.qrels.get(q.id, {})
+            scores = {
+                "ndcg@10": ndcg_at(ranked, gold, 10),
+                "recall@2": recall_at(ranked, gold, 2),
+                "recall@5": recall_at(ranked, gold, 5),
+                "recall@10": recall_at(ranked, gold, 10),
+                "recall@100": recall_at(ranked, gold, 100),
+                f"recall@{k}": recall_at(ranked, gold, k),
+                "mrr": reciprocal_rank(ranked[:10], gold),
+                "p@10": precision_at(ranked, gold, 10),
+            }
+            for name, value in scores.items():
+                per_query.setdefault(name, []).append(value)
+            if extractor is not None and "constraints" in q.metadata:
+                predicted = canonical_conditions(extractor.extract(q.text).conditions)
+                expected = canonical_constraints(q.metadata["constraints"], extractor.index)
+                filter_hits.append(predicted == expected)
+                if predicted != expected:
+                    failures.append({"query": q.text, "expected": sorted(map(str, expected.items())),
+                                     "predicted": sorted(map(str, predicted.items()))})
+        metrics = {name: round(sum(v) / len(v), 4) for name, v in per_query.items()}
+        metrics["latency_p50_ms"] = round(percentile(latencies, 0.5), 2)
+        metrics["latency_p95_ms"] = round(percentile(latencies, 0.95), 2)
+        metrics["queries"] = len(queries)
+        if filter_hits:
+            metrics["filter_accuracy"] = round(sum(filter_hits) / len(filter_hits), 4)
+        return EvalReport(dataset.name, strategy, metrics, ingest, failures)
+    finally:
+        engine.close()
+
+
+# -- filter accuracy ------------------------------------------------------------------------------
+Canonical = dict[tuple[str, str], Any]
+
+
+def canonical_conditions(conds: list[Condition]) -> Canonical:
+    """Extracted conditions as {(field, eq|min|max): value}, integer bounds made inclusive."""
+    out: Canonical = {}
+    for c in conds:
+        v = c.value
+        if c.op is Op.EQ and isinstance(v, str):
+            out[(c.field, "eq")] = v.casefold()
+        elif c.op is Op.EQ:
+            out[(c.field, "min")] = out[(c.field, "max")] = v
+        elif c.op in (Op.GT, Op.GTE):
+            out[(c.field, "min")] = v + 1 if c.op is Op.GT and isinstance(v, int) else v
+        elif c.op in (Op.LT, Op.LTE):
+            out[(c.field, "max")] = v - 1 if c.op is Op.LT and isinstance(v, int) else v
+        elif c.op is Op.IN:
+            out[(c.field, "in")] = sorted(str(x).casefold() for x in v)
+    return out
+
+
+def _resolve_field(word: str, index: MetadataIndex) -> str:
+    """Map a constraint key's word (``year``, ``country``, ``minutes``) onto a metadata field name."""
+    fields = index.fields
+    word = word.lower()
+    stems = {word, word + "s", word[:-1] + "ies" if word.endswith("y") else word, word.rstrip("s")}
+    for f in fields:
+        if f.lower() in stems:
+            return f
+    for f in fields:
+        if any(part in stems for part in re.split(r"[_\W]+", f.lower())):
+            return f
+    return word
+
+
+def canonical_constraints(constraints: dict[str, Any], index: MetadataIndex) -> Canonical:
+    """Gold constraints such as ``{"year_min": 2016, "country": "India"}`` in the same canonical form.
+
+    ``topic`` is the semantic remainder of a query, not a filter, so it is left out.
+    """
+    out: Canonical = {}
+    for key, value in constraints.items():
+        if key == "topic":
+            continue
+        m = re.match(r"^(?:(min|max)_(\w+)|(\w+?)_(min|max))$", key)
+        if m:
+            bound = m.group(1) or m.group(4)
+            word = m.group(2) or m.group(3)
+            out[(_resolve_field(word, index), bound)] = value
+        else:
+            out[(_resolve_field(key, index), "eq")] = str(value).casefold()
+    return out

@@ -1,0 +1,157 @@
+"""Filter expressions: conditions (EQ, IN, GT, GTE, LT, LTE) combined with AND/OR."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from waypost.errors import FilterError
+
+
+class Op(str, Enum):
+    EQ = "eq"
+    IN = "in"
+    GT = "gt"
+    GTE = "gte"
+    LT = "lt"
+    LTE = "lte"
+
+    @property
+    def symbol(self) -> str:
+        return {"eq": "=", "in": "in", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[self.value]
+
+
+@dataclass(frozen=True)
+class Condition:
+    field: str
+    op: Op
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.op is Op.IN and not isinstance(self.value, (list, tuple)):
+            raise FilterError(f"IN on {self.field!r} needs a list of values, got {self.value!r}")
+        if self.op in (Op.GT, Op.GTE, Op.LT, Op.LTE) and not _is_number(self.value):
+            raise FilterError(f"{self.op.name} on {self.field!r} needs a number, got {self.value!r}")
+
+    def __str__(self) -> str:
+        return f"{self.field} {self.op.symbol} {self.value!r}"
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple[Filter, ...]
+
+    def __str__(self) -> str:
+        return "(" + " AND ".join(str(i) for i in self.items) + ")"
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple[Filter, ...]
+
+    def __str__(self) -> str:
+        return "(" + " OR ".join(str(i) for i in self.items) + ")"
+
+
+Filter = Condition | And | Or
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def conditions(flt: Filter) -> list[Condition]:
+    """All leaf conditions of a filter, left to right."""
+    if isinstance(flt, Condition):
+        return [flt]
+    return [c for item in flt.items for c in conditions(item)]
+
+
+def all_of(items: list[Filter]) -> Filter | None:
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else And(tuple(items))
+
+
+_CLAUSE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|!=|=|>|<|\bin\b)\s*(.+?)\s*$", re.IGNORECASE)
+_OPS = {"=": Op.EQ, ">": Op.GT, ">=": Op.GTE, "<": Op.LT, "<=": Op.LTE, "in": Op.IN}
+
+
+def _scalar(raw: str) -> Any:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+def parse_filter(clauses: list[str]) -> Filter | None:
+    """Parse CLI clauses such as ``year>=2015`` or ``country in India,Spain``; all are ANDed."""
+    parsed: list[Filter] = []
+    for clause in clauses:
+        m = _CLAUSE.match(clause)
+        if not m:
+            raise FilterError(f"cannot parse filter {clause!r}; use FIELD=VALUE, FIELD>=N or 'FIELD in A,B'")
+        fld, sym, raw = m.group(1), m.group(2).lower(), m.group(3)
+        if sym == "!=":
+            raise FilterError("'!=' is not supported; filters are EQ, IN, GT, GTE, LT, LTE")
+        op = _OPS[sym]
+        value: Any = [_scalar(v) for v in raw.split(",")] if op is Op.IN else _scalar(raw)
+        parsed.append(Condition(fld, op, value))
+    return all_of(parsed)
+
+
+def from_obj(obj: Any) -> Filter:
+    """Build a filter from JSON-like data.
+
+    ``{"and": [...]}`` / ``{"or": [...]}`` combine; ``{"field": "f", "op": "gte", "value": 3}`` is a
+    condition; the shorthand ``{"f": value, "g": {"gte": 3}}`` ANDs equality and operator clauses.
+    """
+    if not isinstance(obj, dict) or not obj:
+        raise FilterError(f"a filter must be a non-empty JSON object, got {obj!r}")
+    if set(obj) == {"and"} or set(obj) == {"or"}:
+        key = next(iter(obj))
+        items = obj[key]
+        if not isinstance(items, list) or not items:
+            raise FilterError(f"{key!r} needs a non-empty list")
+        parts = tuple(from_obj(i) for i in items)
+        return And(parts) if key == "and" else Or(parts)
+    if set(obj) == {"field", "op", "value"}:
+        try:
+            op = Op(str(obj["op"]).lower())
+        except ValueError as exc:
+            raise FilterError(f"unknown operator {obj['op']!r}; use one of {[o.value for o in Op]}") from exc
+        return Condition(str(obj["field"]), op, obj["value"])
+    parts_list: list[Filter] = []
+    for fld, spec in obj.items():
+        if isinstance(spec, dict):
+            for op_name, value in spec.items():
+                try:
+                    op = Op(op_name.lower().lstrip("$"))
+                except ValueError as exc:
+                    raise FilterError(f"unknown operator {op_name!r} on {fld!r}") from exc
+                parts_list.append(Condition(fld, op, value))
+        elif isinstance(spec, list):
+            parts_list.append(Condition(fld, Op.IN, spec))
+        else:
+            parts_list.append(Condition(fld, Op.EQ, spec))
+    result = all_of(parts_list)
+    assert result is not None
+    return result
+
+
+def parse_filter_json(text: str) -> Filter:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FilterError(f"filter is not valid JSON: {exc}") from exc
+    return from_obj(obj)

@@ -1,0 +1,182 @@
+"""File loaders: .txt, .md, .html, .pdf, .jsonl (BEIR corpus too) and .csv. One bad file never stops a batch."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waypost.errors import LoaderError
+from waypost.types import Document
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+TEXT_FIELDS = ("text", "content", "body", "abstract")
+TITLE_FIELDS = ("title", "name", "heading")
+ID_FIELDS = ("_id", "id", "doc_id", "document_id")
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    source: str
+    error: str
+
+
+def _read_text(path: Path, max_bytes: int) -> str:
+    size = path.stat().st_size
+    if size == 0:
+        raise LoaderError("file is empty")
+    if size > max_bytes:
+        raise LoaderError(f"file is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
+    raw = path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise LoaderError("file looks binary (NUL bytes)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoaderError(f"not valid UTF-8 at byte {exc.start}") from exc
+    if not text.strip():
+        raise LoaderError("file has no text")
+    return text
+
+
+def _doc(doc_id: str, text: str, title: str, source: str, metadata: dict[str, Any] | None = None) -> Document:
+    text = text.replace("\r\n", "\n")
+    if not text.strip():
+        raise LoaderError(f"document {doc_id!r} has no text")
+    return Document(id=doc_id, text=text, title=title, metadata=metadata or {}, source=source)
+
+
+def load_txt(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+    yield _doc(doc_id, _read_text(path, max_bytes), path.stem, str(path), {"format": "txt"})
+
+
+def load_markdown(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+    text = _read_text(path, max_bytes)
+    h1 = re.search(r"^#[ \t]+(.+?)[ \t]*#*$", text, re.MULTILINE)
+    yield _doc(doc_id, text, h1.group(1).strip() if h1 else path.stem, str(path), {"format": "md"})
+
+
+def load_html(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(_read_text(path, max_bytes), "html.parser")
+    for tag in soup(["script", "style", "noscript", "nav", "footer", "template"]):
+        tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else path.stem
+    for level in range(1, 7):
+        for h in soup.find_all(f"h{level}"):
+            h.replace_with(f"\n\n{'#' * level} {h.get_text(' ', strip=True)}\n\n")
+    for block in soup.find_all(["p", "div", "li", "tr", "br", "section", "article"]):
+        block.insert_after("\n\n" if block.name in ("p", "div", "section", "article") else "\n")
+    body = soup.body or soup
+    text = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+", " ", body.get_text()))
+    yield _doc(doc_id, text.strip(), title, str(path), {"format": "html"})
+
+
+def load_pdf(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    if path.stat().st_size > max_bytes:
+        raise LoaderError(f"file is over the {max_bytes / 2**20:.0f} MiB limit")
+    try:
+        reader = PdfReader(str(path))
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        raise LoaderError(f"cannot read PDF: {exc}") from exc
+    text = "\n\n".join(p for p in pages if p)
+    if not text.strip():
+        raise LoaderError("PDF has no text layer (scanned images need OCR first)")
+    info_title = reader.metadata.title if reader.metadata and reader.metadata.title else path.stem
+    yield _doc(doc_id, text, str(info_title), str(path), {"format": "pdf", "pages": len(pages)})
+
+
+def _coerce(value: str) -> Any:
+    value = value.strip()
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _record(row: dict[str, Any], fallback_id: str, source: str) -> Document:
+    """A JSON/CSV record: id, title and text fields by common names; ``metadata`` or other fields become metadata."""
+    doc_id = next((str(row[f]) for f in ID_FIELDS if row.get(f) not in (None, "")), fallback_id)
+    text_field = next((f for f in TEXT_FIELDS if isinstance(row.get(f), str)), None)
+    if text_field is None:
+        raise LoaderError(f"record {doc_id!r} has none of the text fields {TEXT_FIELDS}")
+    title = next((str(row[f]) for f in TITLE_FIELDS if row.get(f)), "")
+    metadata = row.get("metadata")
+    if not isinstance(metadata, dict):
+        skip = {*ID_FIELDS, text_field, *TITLE_FIELDS, "metadata"}
+        metadata = {k: v for k, v in row.items() if k not in skip and v not in (None, "")}
+    return _doc(doc_id, row[text_field], title, source, metadata)
+
+
+def load_jsonl(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+    text = _read_text(path, max_bytes)
+    for lineno, line in enumerate(io.StringIO(text), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LoaderError(f"line {lineno}: invalid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise LoaderError(f"line {lineno}: expected a JSON object")
+        yield _record(row, f"{doc_id}:{lineno}", f"{path}:{lineno}")
+
+
+def load_csv(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+    text = _read_text(path, max_bytes)
+    reader = csv.DictReader(io.StringIO(text))
+    for lineno, row in enumerate(reader, start=2):
+        clean = {k: _coerce(v) if k not in TEXT_FIELDS + TITLE_FIELDS + ID_FIELDS else v for k, v in row.items() if k}
+        yield _record(clean, f"{doc_id}:{lineno}", f"{path}:{lineno}")
+
+
+LOADERS: dict[str, Callable[[Path, str, int], Iterator[Document]]] = {
+    ".txt": load_txt,
+    ".text": load_txt,
+    ".md": load_markdown,
+    ".markdown": load_markdown,
+    ".html": load_html,
+    ".htm": load_html,
+    ".pdf": load_pdf,
+    ".jsonl": load_jsonl,
+    ".csv": load_csv,
+}
+
+
+def discover(paths: list[Path]) -> list[tuple[Path, Path]]:
+    """Every loadable file under the given files or folders, with the root its id is relative to."""
+    found: list[tuple[Path, Path]] = []
+    for root in paths:
+        if not root.exists():
+            raise LoaderError(f"{root} does not exist")
+        if root.is_file():
+            found.append((root, root.parent))
+            continue
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and p.suffix.lower() in LOADERS and not any(part.startswith(".") for part in p.relative_to(root).parts):
+                found.append((p, root))
+    return found
+
+
+def load_path(path: Path, root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Document]:
+    """Documents of one file. Raises ``LoaderError`` with a readable reason for a bad file."""
+    loader = LOADERS.get(path.suffix.lower())
+    if loader is None:
+        raise LoaderError(f"no loader for {path.suffix or 'files without an extension'}; known: {sorted(LOADERS)}")
+    doc_id = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    try:
+        yield from loader(path, doc_id, max_bytes)
+    except LoaderError as exc:
+        raise LoaderError(f"{path}: {exc}") from exc

@@ -1,0 +1,120 @@
+"""The ingest pipeline: skip unchanged documents, chunk, embed in large batches, write each batch atomically."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from waypost.base import DocumentStore, Embedder, IngestItem
+from waypost.errors import LoaderError
+from waypost.ingest.chunker import Chunker
+from waypost.ingest.loaders import LoadFailure, discover, load_path
+from waypost.store.sqlite import index_text
+from waypost.types import Document
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    failures: list[LoadFailure] = field(default_factory=list)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "chunks": self.chunks,
+            "failed": [{"source": f.source, "error": f.error} for f in self.failures],
+            "seconds": round(self.seconds, 3),
+            "embed_seconds": round(self.embed_seconds, 3),
+        }
+
+
+def documents_from_paths(paths: Iterable[str | Path], failures: list[LoadFailure]) -> Iterator[Document]:
+    """Documents of every file under ``paths``; a bad file is recorded in ``failures`` and skipped."""
+    for path, root in discover([Path(p) for p in paths]):
+        try:
+            yield from load_path(path, root)
+        except LoaderError as exc:
+            failures.append(LoadFailure(str(path), str(exc)))
+
+
+class Ingestor:
+    def __init__(self, store: DocumentStore, embedder: Embedder, chunker: Chunker, batch_docs: int = 256) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.chunker = chunker
+        self.batch_docs = batch_docs
+
+    def ingest(
+        self,
+        collection: str,
+        documents: Iterable[Document],
+        report: IngestReport | None = None,
+        show_progress: bool = False,
+        total: int | None = None,
+    ) -> IngestReport:
+        report = report or IngestReport()
+        started = time.perf_counter()
+        progress = _progress(show_progress)
+        with progress as bar:
+            task = bar.add_task("ingesting", total=total) if bar is not None else None
+            batch: list[Document] = []
+            for doc in documents:
+                batch.append(doc)
+                if len(batch) >= self.batch_docs:
+                    self._flush(collection, batch, report)
+                    if bar is not None and task is not None:
+                        bar.advance(task, len(batch))
+                    batch = []
+            if batch:
+                self._flush(collection, batch, report)
+                if bar is not None and task is not None:
+                    bar.advance(task, len(batch))
+        report.seconds += time.perf_counter() - started
+        return report
+
+    def _flush(self, collection: str, batch: list[Document], report: IngestReport) -> None:
+        unique = list({d.id: d for d in batch}.values())
+        known = self.store.document_hashes(collection, [d.id for d in unique])
+        changed = [d for d in unique if known.get(d.id) != d.hash]
+        report.unchanged += len(unique) - len(changed)
+        if not changed:
+            return
+        per_doc = [self.chunker.chunk(d.id, d.text) for d in changed]
+        empty = {d.id for d, cs in zip(changed, per_doc, strict=True) if not cs}
+        if empty:
+            report.failures.extend(LoadFailure(d.source or d.id, "document has no text") for d in changed if d.id in empty)
+            per_doc = [cs for d, cs in zip(changed, per_doc, strict=True) if d.id not in empty]
+            changed = [d for d in changed if d.id not in empty]
+        texts = [index_text(d.title, c.section, c.text) for d, cs in zip(changed, per_doc, strict=True) for c in cs]
+        t0 = time.perf_counter()
+        vectors = self.embedder.embed_documents(texts)
+        report.embed_seconds += time.perf_counter() - t0
+        items: list[IngestItem] = []
+        offset = 0
+        for doc, chunks in zip(changed, per_doc, strict=True):
+            items.append(IngestItem(doc, chunks, vectors[offset : offset + len(chunks)]))
+            offset += len(chunks)
+        self.store.write(collection, items)
+        report.added += sum(1 for d in changed if d.id not in known)
+        report.updated += sum(1 for d in changed if d.id in known)
+        report.chunks += offset
+
+
+def _progress(show: bool) -> Any:
+    if not show:
+        return nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    transient=False)

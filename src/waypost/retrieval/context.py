@@ -1,0 +1,66 @@
+"""What every strategy needs: the collection's indexes, the embedder and the store to fetch hits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from waypost.base import DocumentStore, Embedder
+from waypost.index.set import IndexSet
+from waypost.index.topk import Positions, Scores
+from waypost.types import Hit, Provenance
+
+
+@dataclass
+class SearchContext:
+    collection: str
+    indexes: IndexSet
+    embedder: Embedder
+    store: DocumentStore
+
+    def hits(self, positions: Positions, scores: Scores, strategy: str,
+             stages: dict[str, dict[int, tuple[int, float]]] | None = None) -> list[Hit]:
+        """Materialise ranked positions into hits, with per-stage ranks and scores as provenance."""
+        rows = [int(self.indexes.row_ids[p]) for p in positions]
+        stored = {s.row_id: s for s in self.store.chunks_by_row(self.collection, rows)}
+        out: list[Hit] = []
+        for pos, row, score in zip(positions, rows, scores, strict=True):
+            s = stored.get(row)
+            if s is None:  # deleted between index build and fetch
+                continue
+            stage_scores: dict[str, float] = {}
+            stage_ranks: dict[str, int] = {}
+            for stage, table in (stages or {}).items():
+                if int(pos) in table:
+                    rank, value = table[int(pos)]
+                    stage_ranks[stage], stage_scores[stage] = rank, round(float(value), 6)
+            out.append(Hit(s.chunk, float(score), strategy,
+                           Provenance(self.collection, s.title, s.source, stage_scores, stage_ranks), s.metadata))
+        return out
+
+
+def ranked_table(positions: Positions, scores: Scores) -> dict[int, tuple[int, float]]:
+    return {int(p): (rank, float(s)) for rank, (p, s) in enumerate(zip(positions, scores, strict=True), start=1)}
+
+
+class Timer:
+    """Collects per-stage wall time in milliseconds."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000.0
+
+
+def empty() -> tuple[Positions, Scores]:
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)

@@ -1,0 +1,50 @@
+"""Hybrid retrieval: dense and BM25 rankings fused by RRF, weighted blending or Borda count."""
+
+from __future__ import annotations
+
+from waypost.filters.model import Filter
+from waypost.index.topk import Mask, Positions, Scores, top_k
+from waypost.retrieval.context import SearchContext, Timer, ranked_table
+from waypost.retrieval.fusion import FusionConfig, RankedList, fuse
+from waypost.types import Explanation, RetrievalResult
+
+
+def hybrid_search(ctx: SearchContext, query: str, k: int, mask: Mask | None, config: FusionConfig,
+                  timer: Timer) -> tuple[Positions, Scores, dict[str, dict[int, tuple[int, float]]]]:
+    depth = max(k, config.depth)
+    with timer.stage("embed_query"):
+        qvec = ctx.embedder.embed_query(query)
+    with timer.stage("dense_search"):
+        dense_all = ctx.indexes.dense.scores(qvec)
+        d_pos, d_scores = top_k(dense_all, depth, mask)
+    with timer.stage("bm25_search"):
+        sparse_all = ctx.indexes.bm25.scores(query)
+        s_pos, s_scores = top_k(sparse_all, depth, mask)
+        keep = s_scores > 0
+        s_pos, s_scores = s_pos[keep], s_scores[keep]
+    with timer.stage("fusion"):
+        positions, scores = fuse(RankedList(d_pos, d_scores, dense_all), RankedList(s_pos, s_scores, sparse_all), config)
+    stages = {"dense": ranked_table(d_pos, d_scores), "bm25": ranked_table(s_pos, s_scores)}
+    return positions[:k], scores[:k], stages
+
+
+class HybridRetriever:
+    name = "hybrid"
+
+    def __init__(self, ctx: SearchContext, config: FusionConfig | None = None) -> None:
+        self.ctx = ctx
+        self.config = config or FusionConfig()
+
+    def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
+        timer = Timer()
+        mask = None
+        if filters is not None:
+            with timer.stage("prefilter"):
+                mask = self.ctx.indexes.metadata.mask(filters)
+        positions, scores, stages = hybrid_search(self.ctx, query, k, mask, self.config, timer)
+        with timer.stage("fetch"):
+            hits = self.ctx.hits(positions, scores, self.name, stages)
+        explanation = Explanation(self.name, query, query, str(filters) if filters else None,
+                                  int(mask.sum()) if mask is not None else len(self.ctx.indexes), timer.ms)
+        explanation.notes.append(f"fusion={self.config.method.value} alpha={self.config.alpha} depth={self.config.depth}")
+        return RetrievalResult(hits, explanation)

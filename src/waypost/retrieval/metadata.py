@@ -1,0 +1,39 @@
+"""Metadata strategy: extract filters from the query text, pre-filter, then hybrid on what is left."""
+
+from __future__ import annotations
+
+from waypost.filters.extract import FilterExtractor, combine
+from waypost.filters.model import Filter
+from waypost.retrieval.context import SearchContext, Timer
+from waypost.retrieval.fusion import FusionConfig
+from waypost.retrieval.hybrid import hybrid_search
+from waypost.types import Explanation, RetrievalResult
+
+
+class MetadataRetriever:
+    name = "metadata"
+
+    def __init__(self, ctx: SearchContext, config: FusionConfig | None = None,
+                 extractor: FilterExtractor | None = None) -> None:
+        self.ctx = ctx
+        self.config = config or FusionConfig()
+        self.extractor = extractor or FilterExtractor(ctx.indexes.metadata)
+
+    def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
+        timer = Timer()
+        with timer.stage("extract_filters"):
+            extraction = self.extractor.extract(query)
+        flt = combine(filters, extraction.filter)
+        mask = None
+        if flt is not None:
+            with timer.stage("prefilter"):
+                mask = self.ctx.indexes.metadata.mask(flt)
+        # With no words left, every candidate matches equally; the full query still orders them.
+        semantic = extraction.semantic_query or query
+        positions, scores, stages = hybrid_search(self.ctx, semantic, k, mask, self.config, timer)
+        with timer.stage("fetch"):
+            hits = self.ctx.hits(positions, scores, self.name, stages)
+        explanation = Explanation(self.name, query, extraction.semantic_query, str(flt) if flt else None,
+                                  int(mask.sum()) if mask is not None else len(self.ctx.indexes), timer.ms)
+        explanation.notes.extend(extraction.matches)
+        return RetrievalResult(hits, explanation)

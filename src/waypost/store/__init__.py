@@ -1,0 +1,5 @@
+"""Systems of record. ``SQLiteStore`` is the embedded default."""
+
+from waypost.store.sqlite import SQLiteStore
+
+__all__ = ["SQLiteStore"]

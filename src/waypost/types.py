@@ -1,0 +1,132 @@
+"""Core data model: documents, chunks, hits and the accounting that travels with results."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] | None
+Metadata = dict[str, Any]
+
+
+def content_hash(title: str, text: str, metadata: Metadata) -> str:
+    """Stable hash of everything that changes a document's indexed form."""
+    import json
+
+    payload = json.dumps([title, text, metadata], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    title: str = ""
+    metadata: Metadata = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.title, self.text, self.metadata)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A contiguous span of a document's text; `text == document.text[start:end]`."""
+
+    document_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    token_count: int
+    section: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.document_id}#{self.index}"
+
+    @property
+    def heading(self) -> str:
+        return self.section[-1] if self.section else ""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a hit came from: which store row and which strategy stages scored it."""
+
+    collection: str
+    document_title: str
+    source: str
+    stage_scores: dict[str, float] = field(default_factory=dict)
+    stage_ranks: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    score: float
+    strategy: str
+    provenance: Provenance
+    metadata: Metadata = field(default_factory=dict)
+
+    @property
+    def document_id(self) -> str:
+        return self.chunk.document_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk.id,
+            "document_id": self.chunk.document_id,
+            "title": self.provenance.document_title,
+            "section": list(self.chunk.section),
+            "span": [self.chunk.start, self.chunk.end],
+            "score": self.score,
+            "strategy": self.strategy,
+            "text": self.chunk.text,
+            "stage_scores": self.provenance.stage_scores,
+            "metadata": self.metadata,
+        }
+
+
+@dataclass
+class Explanation:
+    """How a result was produced: strategy, extracted filters, timings per stage (ms)."""
+
+    strategy: str
+    query: str
+    semantic_query: str
+    filters: str | None = None
+    candidates: int | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.timings_ms.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "query": self.query,
+            "semantic_query": self.semantic_query,
+            "filters": self.filters,
+            "candidates": self.candidates,
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            "total_ms": round(self.total_ms, 3),
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class RetrievalResult:
+    hits: list[Hit]
+    explanation: Explanation
+
+    def document_ids(self) -> list[str]:
+        """Documents in rank order, each at the rank of its best chunk."""
+        seen: dict[str, None] = {}
+        for hit in self.hits:
+            seen.setdefault(hit.chunk.document_id, None)
+        return list(seen)

@@ -1,0 +1,1 @@
+"""Reusable conformance suites: every backend of a protocol runs the same tests."""

@@ -1,0 +1,106 @@
+"""The ``DocumentStore`` contract. A backend's test module subclasses ``StoreConformance`` and
+provides a ``store`` fixture; every test here then runs against that backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from waypost.base import DocumentStore, IngestItem
+from waypost.errors import CollectionNotFoundError, WaypostError
+from waypost.ingest.chunker import Chunker
+from waypost.types import Document
+
+DIM = 4
+
+
+def item(doc_id: str, text: str, **metadata: object) -> IngestItem:
+    doc = Document(id=doc_id, text=text, title=f"title {doc_id}", metadata=dict(metadata), source=f"src/{doc_id}")
+    chunks = Chunker(max_tokens=16).chunk(doc_id, text)
+    rng = np.random.default_rng(abs(hash(doc_id)) % 2**32)
+    vecs = rng.normal(size=(len(chunks), DIM)).astype(np.float32)
+    return IngestItem(doc, chunks, vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+
+
+LONG = "The first sentence is here. " * 6 + "A final sentence ends it."
+
+
+class StoreConformance:
+    @pytest.fixture
+    def store(self) -> DocumentStore:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def test_create_and_describe_collection(self, store: DocumentStore) -> None:
+        info = store.create_collection("c", "model-x", DIM)
+        assert (info.name, info.embed_model, info.embed_dim, info.documents, info.chunks) == ("c", "model-x", DIM, 0, 0)
+        assert [c.name for c in store.collections()] == ["c"]
+        with pytest.raises(CollectionNotFoundError):
+            store.collection("missing")
+
+    def test_write_then_read_back_exactly(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        it = item("d1", LONG, year=2020, tags=["a", "b"])
+        store.write("c", [it])
+        doc = store.get_document("c", "d1")
+        assert doc == it.document
+        snap = store.snapshot("c")
+        assert snap.document_ids == ["d1"] * len(it.chunks)
+        np.testing.assert_allclose(snap.embeddings, it.embeddings, rtol=1e-6)
+        assert snap.metadata[0] == {"year": 2020, "tags": ["a", "b"]}
+        stored = store.chunks_by_row("c", [int(r) for r in snap.row_ids])
+        assert [s.chunk for s in stored] == it.chunks
+        for s in stored:
+            assert doc.text[s.chunk.start : s.chunk.end] == s.chunk.text
+
+    def test_generation_moves_on_every_change(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        g0 = store.generation("c")
+        store.write("c", [item("d1", "One sentence.")])
+        g1 = store.generation("c")
+        store.delete("c", ["d1"])
+        g2 = store.generation("c")
+        assert g0 < g1 < g2
+        store.delete("c", ["nope"])
+        assert store.generation("c") == g2
+
+    def test_replace_swaps_all_chunks(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d1", LONG)])
+        store.write("c", [item("d1", "Short now.")])
+        snap = store.snapshot("c")
+        assert snap.document_ids == ["d1"]
+        assert store.document_hashes("c", ["d1"]) == {"d1": Document("d1", "Short now.", "title d1").hash}
+
+    def test_delete_removes_document_and_chunks(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d1", LONG), item("d2", "Other text.")])
+        assert store.delete("c", ["d1", "missing"]) == 1
+        assert store.get_document("c", "d1") is None
+        assert set(store.snapshot("c").document_ids) == {"d2"}
+
+    def test_collections_are_isolated(self, store: DocumentStore) -> None:
+        store.create_collection("a", "m", DIM)
+        store.create_collection("b", "m", DIM)
+        store.write("a", [item("same-id", "In a.")])
+        store.write("b", [item("same-id", "In b.")])
+        store.drop_collection("a")
+        assert [c.name for c in store.collections()] == ["b"]
+        doc = store.get_document("b", "same-id")
+        assert doc is not None and doc.text == "In b."
+
+    def test_wrong_dimension_is_refused(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        bad = item("d1", "Text.")
+        with pytest.raises(WaypostError, match="dimension"):
+            store.write("c", [IngestItem(bad.document, bad.chunks, np.zeros((len(bad.chunks), DIM + 1), np.float32))])
+        assert store.collection("c").documents == 0
+
+    def test_failed_batch_writes_nothing(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        good = item("d1", "Fine.")
+        broken = item("d2", "Also fine.")
+        broken.chunks.append(broken.chunks[0])  # duplicate chunk index violates uniqueness
+        with pytest.raises(Exception):  # noqa: B017 - backend-specific integrity error
+            store.write("c", [good, IngestItem(broken.document, broken.chunks,
+                                               np.vstack([broken.embeddings, broken.embeddings]))])
+        assert store.collection("c").documents == 0

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from waypost.base import Embedder  # noqa: E402
+from waypost.engine import Engine, EngineConfig  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embedder:
+    """The real default model, loaded once for the whole session."""
+    from waypost.embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture
+def engine(tmp_path: Path, minilm: Embedder) -> Iterator[Engine]:
+    eng = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
+    eng.register_embedder(minilm)
+    yield eng
+    eng.close()

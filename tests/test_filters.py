@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+
+from waypost.errors import FilterError
+from waypost.filters.model import And, Condition, Op, Or, parse_filter, parse_filter_json
+from waypost.index.metadata import MetadataIndex
+
+META = [
+    {"type": "Movie", "year": 2010, "countries": ["India", "France"], "rating": 7.5},
+    {"type": "Movie", "year": 2016, "countries": ["India"], "rating": 6.0},
+    {"type": "TV Show", "year": 2016, "countries": ["Spain"]},
+    {"type": "TV Show", "year": 2020, "countries": [], "rating": 8.0},
+    {"title_only": True},
+]
+
+
+def positions(flt: object) -> list[int]:
+    return np.flatnonzero(MetadataIndex.build(META).mask(flt)).tolist()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (Condition("type", Op.EQ, "Movie"), [0, 1]),
+        (Condition("type", Op.EQ, "movie"), [0, 1]),
+        (Condition("countries", Op.EQ, "India"), [0, 1]),
+        (Condition("countries", Op.IN, ["Spain", "France"]), [0, 2]),
+        (Condition("year", Op.GT, 2010), [1, 2, 3]),
+        (Condition("year", Op.GTE, 2016), [1, 2, 3]),
+        (Condition("year", Op.LT, 2016), [0]),
+        (Condition("year", Op.LTE, 2016), [0, 1, 2]),
+        (Condition("year", Op.EQ, 2016), [1, 2]),
+        (Condition("year", Op.IN, [2010, 2020]), [0, 3]),
+        (Condition("rating", Op.GTE, 7.5), [0, 3]),
+        (Condition("title_only", Op.EQ, True), [4]),
+        (And((Condition("type", Op.EQ, "TV Show"), Condition("year", Op.GTE, 2016))), [2, 3]),
+        (Or((Condition("countries", Op.EQ, "Spain"), Condition("rating", Op.LT, 7))), [1, 2]),
+        (And((Or((Condition("type", Op.EQ, "Movie"), Condition("year", Op.EQ, 2020))),
+              Condition("countries", Op.EQ, "India"))), [0, 1]),
+    ],
+)
+def test_mask(flt: object, expected: list[int]) -> None:
+    assert positions(flt) == expected
+
+
+def test_unknown_field_and_wrong_type_are_clear() -> None:
+    index = MetadataIndex.build(META)
+    with pytest.raises(FilterError, match="unknown metadata field 'colour'"):
+        index.mask(Condition("colour", Op.EQ, "red"))
+    with pytest.raises(FilterError, match="numeric"):
+        index.mask(Condition("type", Op.GT, 3))
+    with pytest.raises(FilterError, match="needs a number"):
+        Condition("year", Op.GT, "2010")
+    with pytest.raises(FilterError, match="list"):
+        Condition("year", Op.IN, 2010)
+
+
+def test_parse_cli_clauses() -> None:
+    flt = parse_filter(["type=Movie", "year>=2015", "countries in India,Spain", "rating<7.5"])
+    assert flt == And((
+        Condition("type", Op.EQ, "Movie"), Condition("year", Op.GTE, 2015),
+        Condition("countries", Op.IN, ["India", "Spain"]), Condition("rating", Op.LT, 7.5),
+    ))
+    with pytest.raises(FilterError):
+        parse_filter(["nonsense"])
+
+
+def test_parse_json_forms() -> None:
+    assert parse_filter_json('{"or": [{"type": "Movie"}, {"year": {"$gte": 2020}}]}') == Or(
+        (Condition("type", Op.EQ, "Movie"), Condition("year", Op.GTE, 2020))
+    )
+    assert parse_filter_json('{"field": "year", "op": "lt", "value": 2000}') == Condition("year", Op.LT, 2000)
+    with pytest.raises(FilterError):
+        parse_filter_json('{"year": {"$near": 3}}')
+    with pytest.raises(FilterError):
+        parse_filter_json("[1, 2]")
