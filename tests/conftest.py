@@ -4,13 +4,13 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+from collections.abc import Iterator
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-from waypost.base import Embedder  # noqa: E402
-from waypost.engine import Engine, EngineConfig  # noqa: E402
+from waypost.base import Embedder
+from waypost.engine import Engine, EngineConfig
 
 
 @pytest.fixture(scope="session")

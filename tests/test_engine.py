@@ -11,14 +11,30 @@ from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.types import Document
 
 DOCS = [
-    Document("vax", "Vaccines train the immune system to recognise a pathogen. Antibodies then neutralise the virus.",
-             "Vaccines", {"topic": "medicine", "year": 2021, "tags": ["health", "biology"]}),
-    Document("sql", "SQLite keeps a write-ahead log. Readers continue while a single writer commits transactions.",
-             "SQLite WAL", {"topic": "databases", "year": 2010, "tags": ["software"]}),
-    Document("bm25", "BM25 ranks documents by term frequency and inverse document frequency with length normalisation.",
-             "BM25", {"topic": "search", "year": 1994, "tags": ["software", "ranking"]}),
-    Document("tides", "The moon's gravity pulls the oceans, which produces two high tides every day.",
-             "Tides", {"topic": "physics", "year": 2015, "tags": ["earth"]}),
+    Document(
+        "vax",
+        "Vaccines train the immune system to recognise a pathogen. Antibodies then neutralise the virus.",
+        "Vaccines",
+        {"topic": "medicine", "year": 2021, "tags": ["health", "biology"]},
+    ),
+    Document(
+        "sql",
+        "SQLite keeps a write-ahead log. Readers continue while a single writer commits transactions.",
+        "SQLite WAL",
+        {"topic": "databases", "year": 2010, "tags": ["software"]},
+    ),
+    Document(
+        "bm25",
+        "BM25 ranks documents by term frequency and inverse document frequency with length normalisation.",
+        "BM25",
+        {"topic": "search", "year": 1994, "tags": ["software", "ranking"]},
+    ),
+    Document(
+        "tides",
+        "The moon's gravity pulls the oceans, which produces two high tides every day.",
+        "Tides",
+        {"topic": "physics", "year": 2015, "tags": ["earth"]},
+    ),
 ]
 
 
@@ -114,5 +130,7 @@ def test_indexes_survive_reopen(engine: Engine, coll, minilm) -> None:  # type: 
     first = coll.retrieve("gravity and oceans", "hybrid", k=1).hits[0].document_id
     reopened = Engine(engine.path, EngineConfig())
     reopened.register_embedder(minilm)
-    assert reopened.collection("kb").retrieve("gravity and oceans", "hybrid", k=1).hits[0].document_id == first == "tides"
+    assert (
+        reopened.collection("kb").retrieve("gravity and oceans", "hybrid", k=1).hits[0].document_id == first == "tides"
+    )
     reopened.close()

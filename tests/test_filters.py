@@ -35,8 +35,15 @@ def positions(flt: object) -> list[int]:
         (Condition("title_only", Op.EQ, True), [4]),
         (And((Condition("type", Op.EQ, "TV Show"), Condition("year", Op.GTE, 2016))), [2, 3]),
         (Or((Condition("countries", Op.EQ, "Spain"), Condition("rating", Op.LT, 7))), [1, 2]),
-        (And((Or((Condition("type", Op.EQ, "Movie"), Condition("year", Op.EQ, 2020))),
-              Condition("countries", Op.EQ, "India"))), [0, 1]),
+        (
+            And(
+                (
+                    Or((Condition("type", Op.EQ, "Movie"), Condition("year", Op.EQ, 2020))),
+                    Condition("countries", Op.EQ, "India"),
+                )
+            ),
+            [0, 1],
+        ),
     ],
 )
 def test_mask(flt: object, expected: list[int]) -> None:
@@ -57,10 +64,14 @@ def test_unknown_field_and_wrong_type_are_clear() -> None:
 
 def test_parse_cli_clauses() -> None:
     flt = parse_filter(["type=Movie", "year>=2015", "countries in India,Spain", "rating<7.5"])
-    assert flt == And((
-        Condition("type", Op.EQ, "Movie"), Condition("year", Op.GTE, 2015),
-        Condition("countries", Op.IN, ["India", "Spain"]), Condition("rating", Op.LT, 7.5),
-    ))
+    assert flt == And(
+        (
+            Condition("type", Op.EQ, "Movie"),
+            Condition("year", Op.GTE, 2015),
+            Condition("countries", Op.IN, ["India", "Spain"]),
+            Condition("rating", Op.LT, 7.5),
+        )
+    )
     with pytest.raises(FilterError):
         parse_filter(["nonsense"])
 

@@ -39,7 +39,10 @@ def test_pdf_text_layer(tmp_path: Path) -> None:
 
 
 def test_jsonl_beir_rows_with_metadata(tmp_path: Path) -> None:
-    rows = [{"_id": "s1", "title": "T", "text": "Hello.", "metadata": {"year": 2020}}, {"id": "x", "text": "Hi.", "lang": "en"}]
+    rows = [
+        {"_id": "s1", "title": "T", "text": "Hello.", "metadata": {"year": 2020}},
+        {"id": "x", "text": "Hi.", "lang": "en"},
+    ]
     (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     docs = list(load_path(tmp_path / "c.jsonl", tmp_path))
     assert [(d.id, d.title, d.metadata) for d in docs] == [("s1", "T", {"year": 2020}), ("x", "", {"lang": "en"})]

@@ -6,7 +6,18 @@ from waypost.filters.model import And, Condition, Op, Or
 from waypost.types import Chunk, Document, Hit, RetrievalResult
 
 __all__ = [
-    "And", "Chunk", "Collection", "Condition", "Document", "Engine", "EngineConfig", "Hit", "Op", "Or",
-    "RetrievalResult", "WaypostError", "open_store",
+    "And",
+    "Chunk",
+    "Collection",
+    "Condition",
+    "Document",
+    "Engine",
+    "EngineConfig",
+    "Hit",
+    "Op",
+    "Or",
+    "RetrievalResult",
+    "WaypostError",
+    "open_store",
 ]
 __version__ = "0.1.0"

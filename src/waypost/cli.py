@@ -12,16 +12,16 @@ from typing import Annotated, Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import typer  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import typer
+from rich.console import Console
+from rich.table import Table
 
-from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig  # noqa: E402
-from waypost.errors import WaypostError  # noqa: E402
-from waypost.filters.model import Filter, parse_filter, parse_filter_json  # noqa: E402
-from waypost.retrieval.fusion import FusionConfig, FusionMethod  # noqa: E402
-from waypost.retrieval.registry import STRATEGIES  # noqa: E402
-from waypost.types import RetrievalResult  # noqa: E402
+from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
+from waypost.errors import WaypostError
+from waypost.filters.model import Filter, parse_filter, parse_filter_json
+from waypost.retrieval.fusion import FusionConfig, FusionMethod
+from waypost.retrieval.registry import STRATEGIES
+from waypost.types import RetrievalResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="waypost: local-first adaptive retrieval.")
 console = Console()
@@ -29,13 +29,21 @@ err = Console(stderr=True)
 
 StoreOpt = Annotated[Path, typer.Option("--store", "-s", envvar="WAYPOST_STORE", help="Store directory.")]
 CollOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection name.")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Embedding model: a sentence-transformers name or "
-                                              "path, or openai:MODEL@URL. Default: the collection's own.")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Embedding model: a sentence-transformers name or "
+        "path, or openai:MODEL@URL. Default: the collection's own.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 DEFAULT_STORE = Path(".waypost")
 
 
-def _engine(store: Path, model: str | None = None, chunk_tokens: int = 200, fusion: FusionConfig | None = None) -> Engine:
+def _engine(
+    store: Path, model: str | None = None, chunk_tokens: int = 200, fusion: FusionConfig | None = None
+) -> Engine:
     return Engine(store, EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=fusion or FusionConfig()))
 
 
@@ -59,8 +67,10 @@ def add(
     if as_json:
         print(json.dumps(report.to_dict()))
     else:
-        console.print(f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
-                      f"{report.chunks} chunks in {report.seconds:.1f}s")
+        console.print(
+            f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+            f"{report.chunks} chunks in {report.seconds:.1f}s"
+        )
         for f in report.failures:
             err.print(f"[yellow]skipped[/] {f.source}: {f.error}")
     if report.failures and not (report.added or report.updated or report.unchanged):
@@ -83,16 +93,24 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
         table.add_column(col, overflow="fold", max_width=70 if col == "text" else None)
     for i, hit in enumerate(result.hits, start=1):
         text = " ".join(hit.chunk.text.split())
-        table.add_row(str(i), f"{hit.score:.4f}", f"{hit.provenance.document_title or hit.document_id}\n[dim]{hit.document_id}[/]",
-                      " > ".join(hit.chunk.section), f"{hit.chunk.start}-{hit.chunk.end}",
-                      text[:220] + ("…" if len(text) > 220 else ""))
+        table.add_row(
+            str(i),
+            f"{hit.score:.4f}",
+            f"{hit.provenance.document_title or hit.document_id}\n[dim]{hit.document_id}[/]",
+            " > ".join(hit.chunk.section),
+            f"{hit.chunk.start}-{hit.chunk.end}",
+            text[:220] + ("…" if len(text) > 220 else ""),
+        )
     console.print(table)
     if explain:
         ex = result.explanation
         console.print(f"[bold]strategy[/] {ex.strategy}   [bold]semantic query[/] {ex.semantic_query!r}")
         console.print(f"[bold]filters[/] {ex.filters or 'none'}   [bold]candidates[/] {ex.candidates}")
-        console.print("[bold]timings[/] " + ", ".join(f"{k} {v:.1f} ms" for k, v in ex.timings_ms.items())
-                      + f"   total {ex.total_ms:.1f} ms")
+        console.print(
+            "[bold]timings[/] "
+            + ", ".join(f"{k} {v:.1f} ms" for k, v in ex.timings_ms.items())
+            + f"   total {ex.total_ms:.1f} ms"
+        )
         for note in ex.notes:
             console.print(f"  [dim]{note}[/]")
 
@@ -104,10 +122,16 @@ def query(
     collection: CollOpt = DEFAULT_COLLECTION,
     strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of hits.")] = 5,
-    where: Annotated[list[str], typer.Option("--where", "-w", help="Filter such as year>=2015 or 'country in India,Spain'.")] = [],  # noqa: B006
-    where_json: Annotated[str | None, typer.Option("--where-json", help='JSON filter: {"or": [{"type": "Movie"}, ...]}')] = None,
+    where: Annotated[
+        list[str], typer.Option("--where", "-w", help="Filter such as year>=2015 or 'country in India,Spain'.")
+    ] = [],  # noqa: B006
+    where_json: Annotated[
+        str | None, typer.Option("--where-json", help='JSON filter: {"or": [{"type": "Movie"}, ...]}')
+    ] = None,
     fusion: Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")] = FusionMethod.WEIGHTED,
-    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")] = FusionConfig.alpha,
+    alpha: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")
+    ] = FusionConfig.alpha,
     explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
     model: ModelOpt = None,
     as_json: JsonOpt = False,
@@ -139,7 +163,9 @@ def rm(
 @app.command("ls")
 def ls_(
     store: StoreOpt = DEFAULT_STORE,
-    collection: Annotated[str | None, typer.Option("--collection", "-c", help="List this collection's documents.")] = None,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="List this collection's documents.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List collections, or the documents of one collection."""
@@ -148,8 +174,10 @@ def ls_(
             infos = engine.collections()
             rows: list[dict[str, Any]] = [i.__dict__ for i in infos]
         else:
-            rows = [{"id": d.id, "title": d.title, "source": d.source, "chars": len(d.text)}
-                    for d in engine.collection(collection).documents()]
+            rows = [
+                {"id": d.id, "title": d.title, "source": d.source, "chars": len(d.text)}
+                for d in engine.collection(collection).documents()
+            ]
     if as_json:
         print(json.dumps(rows))
         return
@@ -173,9 +201,15 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
             **info.__dict__,
             "index_build_seconds": round(indexes.build_seconds, 3),
             "store_bytes": sum(p.stat().st_size for p in store.rglob("*") if p.is_file()),
-            "fields": {f: {"kind": meta.stats[f].kind, "list": meta.stats[f].is_list,
-                           "distinct": len(meta.inverted.get(f, {})) or None, "range": meta.numeric_range(f)}
-                       for f in meta.fields},
+            "fields": {
+                f: {
+                    "kind": meta.stats[f].kind,
+                    "list": meta.stats[f].is_list,
+                    "distinct": len(meta.inverted.get(f, {})) or None,
+                    "range": meta.numeric_range(f),
+                }
+                for f in meta.fields
+            },
         }
     if as_json:
         print(json.dumps(data))
@@ -196,13 +230,19 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
 def eval_(
     dataset: Annotated[Path, typer.Argument(help="A BEIR-layout directory.")],
     strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
-    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Recall@k depth (Recall@2/5/10/100 are always reported).")] = 100,
+    k: Annotated[
+        int, typer.Option("--k", "-k", min=1, help="Recall@k depth (Recall@2/5/10/100 are always reported).")
+    ] = 100,
     fusion: Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")] = FusionMethod.WEIGHTED,
-    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")] = FusionConfig.alpha,
+    alpha: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")
+    ] = FusionConfig.alpha,
     model: ModelOpt = None,
     chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk.")] = 200,
     split: Annotated[str, typer.Option(help="qrels split to evaluate.")] = "test",
-    cache_dir: Annotated[Path | None, typer.Option(help="Where ingested eval corpora and embeddings are cached.")] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Where ingested eval corpora and embeddings are cached.")
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
     show_failures: Annotated[bool, typer.Option(help="List queries whose filters were extracted wrongly.")] = False,
     as_json: JsonOpt = False,
@@ -227,7 +267,10 @@ def eval_(
 
 
 @app.command()
-def demo(store: StoreOpt = Path(".waypost-demo"), query_text: Annotated[str, typer.Argument()] = "How does waypost keep the store consistent if ingest is killed?") -> None:
+def demo(
+    store: StoreOpt = Path(".waypost-demo"),
+    query_text: Annotated[str, typer.Argument()] = "How does waypost keep the store consistent if ingest is killed?",
+) -> None:
     """Ingest the bundled sample corpus, then answer a query with --explain."""
     samples = Path(__file__).parent / "samples"
     with _engine(store) as engine:

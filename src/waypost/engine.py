@@ -14,7 +14,7 @@ from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Filter
 from waypost.index.set import IndexCache
 from waypost.ingest.chunker import Chunker
-from waypost.ingest.pipeline import IngestReport, Ingestor, documents_from_paths
+from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.registry import make_retriever
@@ -155,8 +155,14 @@ class Collection:
             self.engine._extractors[key] = FilterExtractor(ctx_indexes.metadata)
         return self.engine._extractors[key]
 
-    def retrieve(self, query: str, strategy: str = "hybrid", k: int = 10, filters: Filter | None = None,
-                 fusion: FusionConfig | None = None) -> RetrievalResult:
+    def retrieve(
+        self,
+        query: str,
+        strategy: str = "hybrid",
+        k: int = 10,
+        filters: Filter | None = None,
+        fusion: FusionConfig | None = None,
+    ) -> RetrievalResult:
         if not query.strip():
             from waypost.errors import WaypostError
 

@@ -101,6 +101,8 @@ class StoreConformance:
         broken = item("d2", "Also fine.")
         broken.chunks.append(broken.chunks[0])  # duplicate chunk index violates uniqueness
         with pytest.raises(Exception):  # noqa: B017 - backend-specific integrity error
-            store.write("c", [good, IngestItem(broken.document, broken.chunks,
-                                               np.vstack([broken.embeddings, broken.embeddings]))])
+            store.write(
+                "c",
+                [good, IngestItem(broken.document, broken.chunks, np.vstack([broken.embeddings, broken.embeddings]))],
+            )
         assert store.collection("c").documents == 0

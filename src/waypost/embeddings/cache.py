@@ -66,7 +66,10 @@ class CachedEmbedder:
             with self._lock:
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO embeddings(model, key, vector) VALUES (?,?,?)",
-                    [(self.model_id, k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in zip(missing, vecs, strict=True)],
+                    [
+                        (self.model_id, k, np.asarray(v, dtype=np.float32).tobytes())
+                        for k, v in zip(missing, vecs, strict=True)
+                    ],
                 )
             found.update({k: np.asarray(v, dtype=np.float32) for k, v in zip(missing, vecs, strict=True)})
         if not keys:

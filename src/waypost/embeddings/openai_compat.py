@@ -15,8 +15,9 @@ from waypost.errors import WaypostError
 
 
 class OpenAICompatibleEmbedder:
-    def __init__(self, model: str, base_url: str, api_key: str | None = None, batch_size: int = 64,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self, model: str, base_url: str, api_key: str | None = None, batch_size: int = 64, timeout: float = 60.0
+    ) -> None:
         if not model:
             raise WaypostError("an OpenAI-compatible embedder needs a model name: openai:MODEL@URL")
         self._model = model
@@ -65,4 +66,5 @@ class OpenAICompatibleEmbedder:
         return out
 
     def embed_query(self, text: str) -> FloatMatrix:
-        return self.embed_documents([text])[0]
+        vec: FloatMatrix = self.embed_documents([text])[0]
+        return vec

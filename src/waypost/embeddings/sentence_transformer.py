@@ -48,7 +48,7 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
             self._model: Any = SentenceTransformer(path, device=device)
         except Exception as exc:
@@ -71,10 +71,14 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         vecs = self._model.encode(
-            list(texts), batch_size=self._batch_size, normalize_embeddings=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
             convert_to_numpy=True,
         )
         return np.asarray(vecs, dtype=np.float32)
 
     def embed_query(self, text: str) -> FloatMatrix:
-        return self.embed_documents([text])[0]
+        vec: FloatMatrix = self.embed_documents([text])[0]
+        return vec

@@ -44,8 +44,13 @@ class BeirDataset:
             for line in fh:
                 if line.strip():
                     row = json.loads(line)
-                    yield Document(id=str(row["_id"]), title=row.get("title", "") or "", text=row["text"],
-                                   metadata=row.get("metadata") or {}, source=f"{self.name}:{row['_id']}")
+                    yield Document(
+                        id=str(row["_id"]),
+                        title=row.get("title", "") or "",
+                        text=row["text"],
+                        metadata=row.get("metadata") or {},
+                        source=f"{self.name}:{row['_id']}",
+                    )
 
     def corpus_size(self) -> int:
         with self.corpus_path.open(encoding="utf-8") as fh:

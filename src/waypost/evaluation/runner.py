@@ -52,9 +52,16 @@ def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[
     return collection, summary
 
 
-def run_eval(dataset_dir: str | Path, strategy: str, k: int = 100, config: EngineConfig | None = None,
-             cache_dir: Path | None = None, split: str = "test", show_progress: bool = False,
-             limit: int | None = None) -> EvalReport:
+def run_eval(
+    dataset_dir: str | Path,
+    strategy: str,
+    k: int = 100,
+    config: EngineConfig | None = None,
+    cache_dir: Path | None = None,
+    split: str = "test",
+    show_progress: bool = False,
+    limit: int | None = None,
+) -> EvalReport:
     dataset = load_beir(dataset_dir, split)
     config = config or EngineConfig()
     cache_dir = cache_dir or default_cache_dir()
@@ -94,8 +101,13 @@ def run_eval(dataset_dir: str | Path, strategy: str, k: int = 100, config: Engin
                 expected = canonical_constraints(q.metadata["constraints"], extractor.index)
                 filter_hits.append(predicted == expected)
                 if predicted != expected:
-                    failures.append({"query": q.text, "expected": sorted(map(str, expected.items())),
-                                     "predicted": sorted(map(str, predicted.items()))})
+                    failures.append(
+                        {
+                            "query": q.text,
+                            "expected": sorted(map(str, expected.items())),
+                            "predicted": sorted(map(str, predicted.items())),
+                        }
+                    )
         metrics = {name: round(sum(v) / len(v), 4) for name, v in per_query.items()}
         metrics["latency_p50_ms"] = round(percentile(latencies, 0.5), 2)
         metrics["latency_p95_ms"] = round(percentile(latencies, 0.95), 2)

@@ -22,20 +22,37 @@ from waypost.index.metadata import MetadataIndex
 
 STOPWORDS = frozenset(
     "a an the and or of for to in on at by with from me my i we you is are be was were there that this these those "
-    "which what who whose where when how do does did some any all please show find list give get want search looking up "
+    "which what who whose where when how do does did some any all please show find list give get want "
+    "search looking up "
     "produced made released rated rating ratings set filmed shot available".split()
 )
 TOPIC_MARKERS = frozenset("about involving featuring regarding concerning story stories plot theme themes".split())
 DEFAULT_SYNONYMS = {
-    "film": "movie", "films": "movies", "kid": "child", "kids": "children", "childrens": "children",
-    "series": "tv", "shows": "tv", "show": "tv", "programme": "tv", "programmes": "tv", "docs": "documentaries",
-    "sci": "sci", "scifi": "sci fi", "romance": "romantic", "comedy": "comedies", "&": "and",
+    "film": "movie",
+    "films": "movies",
+    "kid": "child",
+    "kids": "children",
+    "childrens": "children",
+    "series": "tv",
+    "shows": "tv",
+    "show": "tv",
+    "programme": "tv",
+    "programmes": "tv",
+    "docs": "documentaries",
+    "sci": "sci",
+    "scifi": "sci fi",
+    "romance": "romantic",
+    "comedy": "comedies",
+    "&": "and",
 }
 # Words naming a kind of item; they may accompany a value only if they agree with it.
 DEFAULT_KIND_WORDS = frozenset({"movi", "tv"})
 _WORD = re.compile(r"[\w]+(?:'[\w]+)?|&", re.UNICODE)
-_REQUEST = re.compile(r"^\s*(?:please\s+)?(?:(?:can you\s+)?show me|show|find me|find|list|give me|get me|"
-                      r"search for|i want|i'd like|recommend|which|what)\b", re.IGNORECASE)
+_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:can you\s+)?show me|show|find me|find|list|give me|get me|"
+    r"search for|i want|i'd like|recommend|which|what)\b",
+    re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=1)
@@ -102,8 +119,13 @@ def _is_code(value: str) -> bool:
 
 
 class FilterExtractor:
-    def __init__(self, index: MetadataIndex, max_values: int = 300, synonyms: dict[str, str] | None = None,
-                 kind_words: frozenset[str] = DEFAULT_KIND_WORDS) -> None:
+    def __init__(
+        self,
+        index: MetadataIndex,
+        max_values: int = 300,
+        synonyms: dict[str, str] | None = None,
+        kind_words: frozenset[str] = DEFAULT_KIND_WORDS,
+    ) -> None:
         self.index = index
         self.synonyms = {**DEFAULT_SYNONYMS, **(synonyms or {})}
         self.kind_words = kind_words
@@ -150,7 +172,7 @@ class FilterExtractor:
         if form.kinds:
             return form.kinds
         kinds: set[str] = set()
-        for other, v in self.implied(form.field, form.value):
+        for _other, v in self.implied(form.field, form.value):
             kinds |= {t.norm for t in tokenize(v, self.synonyms)} & self.kind_words
         return frozenset(kinds)
 
@@ -182,8 +204,11 @@ class FilterExtractor:
         if not conds:
             return Extraction(None, query.strip(), matches)
         rest = [t for t in tokenize(query, {}) if not used[t.start : t.end].any()]
-        words = [query[t.start : t.end] for t in rest
-                 if t.norm not in _stop() and query[t.start : t.end].lower() not in _stop()]
+        words = [
+            query[t.start : t.end]
+            for t in rest
+            if t.norm not in _stop() and query[t.start : t.end].lower() not in _stop()
+        ]
         return Extraction(all_of(list(conds)), " ".join(words), matches)
 
     def _words(self, query: str, used: np.ndarray, conds: list[Condition], matches: list[str]) -> None:
@@ -255,12 +280,28 @@ class FilterExtractor:
                 conds.append(Condition(name, op, num))
             matches.append(f"{m.group(0).strip()!r} -> " + " AND ".join(f"{n} {o.symbol} {v:g}" for n, o, v in items))
 
-        unit_re = (r"(?:under|below|less than|fewer than|shorter than|over|above|more than|longer than|at least|"
-                   r"at most|no more than|no less than|up to|minimum of|maximum of)")
-        cmp_ops = {"under": Op.LT, "below": Op.LT, "less than": Op.LT, "fewer than": Op.LT, "shorter than": Op.LT,
-                   "over": Op.GT, "above": Op.GT, "more than": Op.GT, "longer than": Op.GT, "at least": Op.GTE,
-                   "at most": Op.LTE, "no more than": Op.LTE, "no less than": Op.GTE, "up to": Op.LTE,
-                   "minimum of": Op.GTE, "maximum of": Op.LTE}
+        unit_re = (
+            r"(?:under|below|less than|fewer than|shorter than|over|above|more than|longer than|at least|"
+            r"at most|no more than|no less than|up to|minimum of|maximum of)"
+        )
+        cmp_ops = {
+            "under": Op.LT,
+            "below": Op.LT,
+            "less than": Op.LT,
+            "fewer than": Op.LT,
+            "shorter than": Op.LT,
+            "over": Op.GT,
+            "above": Op.GT,
+            "more than": Op.GT,
+            "longer than": Op.GT,
+            "at least": Op.GTE,
+            "at most": Op.LTE,
+            "no more than": Op.LTE,
+            "no less than": Op.GTE,
+            "up to": Op.LTE,
+            "minimum of": Op.GTE,
+            "maximum of": Op.LTE,
+        }
         for m in re.finditer(rf"(?:with\s+)?({unit_re})\s+{_NUM}\s+([a-z]+)", query, re.IGNORECASE):
             fld = self._unit_field(m.group(3))
             if fld:
@@ -274,7 +315,10 @@ class FilterExtractor:
             return
         patterns: list[tuple[str, list[tuple[Op, int]]]] = [
             (rf"\b(?:released\s+|made\s+|from\s+)?between\s+{_YEAR}\s+and\s+{_YEAR}\b", [(Op.GTE, 1), (Op.LTE, 2)]),
-            (rf"\b(?:released\s+|made\s+)?from\s+{_YEAR}\s+(?:to|until|through|-)\s+{_YEAR}\b", [(Op.GTE, 1), (Op.LTE, 2)]),
+            (
+                rf"\b(?:released\s+|made\s+)?from\s+{_YEAR}\s+(?:to|until|through|-)\s+{_YEAR}\b",
+                [(Op.GTE, 1), (Op.LTE, 2)],
+            ),
             (rf"\b(?:released\s+|made\s+|from\s+|in\s+)?{_YEAR}\s+or\s+(?:later|after|newer)\b", [(Op.GTE, 1)]),
             (rf"\b(?:released\s+|made\s+|from\s+|in\s+)?{_YEAR}\s+or\s+(?:earlier|before|older)\b", [(Op.LTE, 1)]),
             (rf"\b(?:released\s+|made\s+)?since\s+{_YEAR}\b", [(Op.GTE, 1)]),

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from waypost.errors import FilterError
 
 
-class Op(str, Enum):
+class Op(StrEnum):
     EQ = "eq"
     IN = "in"
     GT = "gt"

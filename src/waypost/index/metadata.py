@@ -126,16 +126,18 @@ class MetadataIndex:
 
     def _condition(self, cond: Condition) -> Mask:
         if cond.field not in self.stats:
-            raise FilterError(f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}")
+            raise FilterError(
+                f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}"
+            )
         out = np.zeros(self.size, dtype=np.bool_)
         values = cond.value if cond.op is Op.IN else [cond.value]
         if cond.op in (Op.EQ, Op.IN):
             for v in values:
                 if _is_number(v) and cond.field in self.numeric:
-                    col = self.numeric[cond.field]
-                    lo = np.searchsorted(col.values, v, "left")
-                    hi = np.searchsorted(col.values, v, "right")
-                    out[col.positions[lo:hi]] = True
+                    exact = self.numeric[cond.field]
+                    lo = np.searchsorted(exact.values, v, "left")
+                    hi = np.searchsorted(exact.values, v, "right")
+                    out[exact.positions[lo:hi]] = True
                 else:
                     out[self.positions(cond.field, v)] = True
                     if _is_number(v):

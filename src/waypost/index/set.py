@@ -12,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from waypost.base import ChunkSnapshot
+from waypost.base import ChunkSnapshot, DocumentStore
 from waypost.index.bm25 import BM25Index
 from waypost.index.dense import DenseIndex
 from waypost.index.metadata import MetadataIndex
-from waypost.base import DocumentStore
 
 
 @dataclass
@@ -34,8 +33,9 @@ class IndexSet:
         return int(self.row_ids.shape[0])
 
     @classmethod
-    def build(cls, collection: str, snap: ChunkSnapshot, approximate: bool = False,
-              bm25_dir: Path | None = None) -> IndexSet:
+    def build(
+        cls, collection: str, snap: ChunkSnapshot, approximate: bool = False, bm25_dir: Path | None = None
+    ) -> IndexSet:
         t0 = time.perf_counter()
         bm25: BM25Index | None = None
         if bm25_dir is not None and (bm25_dir / "ready").exists():

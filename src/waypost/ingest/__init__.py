@@ -2,6 +2,6 @@
 
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.loaders import LoadFailure, load_path
-from waypost.ingest.pipeline import IngestReport, Ingestor
+from waypost.ingest.pipeline import Ingestor, IngestReport
 
 __all__ = ["Chunker", "IngestReport", "Ingestor", "LoadFailure", "load_path"]

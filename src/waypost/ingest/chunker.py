@@ -11,8 +11,32 @@ from waypost.types import Chunk
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _ABBREV = {
-    "e.g", "i.e", "etc", "vs", "dr", "mr", "mrs", "ms", "prof", "fig", "figs", "al", "no", "st", "jr", "sr",
-    "approx", "cf", "eq", "vol", "inc", "ltd", "co", "u.s", "ca", "resp",
+    "e.g",
+    "i.e",
+    "etc",
+    "vs",
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+    "prof",
+    "fig",
+    "figs",
+    "al",
+    "no",
+    "st",
+    "jr",
+    "sr",
+    "approx",
+    "cf",
+    "eq",
+    "vol",
+    "inc",
+    "ltd",
+    "co",
+    "u.s",
+    "ca",
+    "resp",
 }
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace, or at a blank line.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=\S)|\n[ \t]*\n\s*")
@@ -46,8 +70,10 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[S
         before = text[cursor : m.start()]
         word = before.rstrip("\"'”’)]").rsplit(None, 1)[-1] if before.strip() else ""
         stem = word.rstrip(".!?").lower()
-        if "\n\n" not in m.group(0).replace(" ", "") and word.endswith(".") and (
-            stem in _ABBREV or (len(stem) == 1 and stem.isalpha())
+        if (
+            "\n\n" not in m.group(0).replace(" ", "")
+            and word.endswith(".")
+            and (stem in _ABBREV or (len(stem) == 1 and stem.isalpha()))
         ):
             continue
         span = _trim(text, cursor, m.start())
@@ -134,9 +160,7 @@ class Chunker:
         parts.append(Span(span.start + group_start, span.start + last_end))
         return parts
 
-    def _pack(
-        self, pieces: list[tuple[tuple[str, ...], Span, int]]
-    ) -> list[list[tuple[tuple[str, ...], Span, int]]]:
+    def _pack(self, pieces: list[tuple[tuple[str, ...], Span, int]]) -> list[list[tuple[tuple[str, ...], Span, int]]]:
         total = sum(p[2] for p in pieces)
         target = total / max(1, math.ceil(total / self.max_tokens))
         groups: list[list[tuple[tuple[str, ...], Span, int]]] = []

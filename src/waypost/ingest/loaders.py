@@ -165,7 +165,11 @@ def discover(paths: list[Path]) -> list[tuple[Path, Path]]:
             found.append((root, root.parent))
             continue
         for p in sorted(root.rglob("*")):
-            if p.is_file() and p.suffix.lower() in LOADERS and not any(part.startswith(".") for part in p.relative_to(root).parts):
+            if (
+                p.is_file()
+                and p.suffix.lower() in LOADERS
+                and not any(part.startswith(".") for part in p.relative_to(root).parts)
+            ):
                 found.append((p, root))
     return found
 

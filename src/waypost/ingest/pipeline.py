@@ -93,7 +93,9 @@ class Ingestor:
         per_doc = [self.chunker.chunk(d.id, d.text) for d in changed]
         empty = {d.id for d, cs in zip(changed, per_doc, strict=True) if not cs}
         if empty:
-            report.failures.extend(LoadFailure(d.source or d.id, "document has no text") for d in changed if d.id in empty)
+            report.failures.extend(
+                LoadFailure(d.source or d.id, "document has no text") for d in changed if d.id in empty
+            )
             per_doc = [cs for d, cs in zip(changed, per_doc, strict=True) if d.id not in empty]
             changed = [d for d in changed if d.id not in empty]
         texts = [index_text(d.title, c.section, c.text) for d, cs in zip(changed, per_doc, strict=True) for c in cs]
@@ -116,5 +118,6 @@ def _progress(show: bool) -> Any:
         return nullcontext(None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    transient=False)
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=False
+    )

@@ -23,8 +23,14 @@ class BM25Retriever:
             positions, scores = self.ctx.indexes.bm25.search(query, k, mask)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"bm25": ranked_table(positions, scores)})
-        explanation = Explanation(self.name, query, query, str(filters) if filters else None,
-                                  int(mask.sum()) if mask is not None else len(self.ctx.indexes), timer.ms)
+        explanation = Explanation(
+            self.name,
+            query,
+            query,
+            str(filters) if filters else None,
+            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
+            timer.ms,
+        )
         if not self.ctx.indexes.bm25.query_tokens(query):
             explanation.notes.append("no query term occurs in the collection")
         return RetrievalResult(hits, explanation)

@@ -22,8 +22,13 @@ class SearchContext:
     embedder: Embedder
     store: DocumentStore
 
-    def hits(self, positions: Positions, scores: Scores, strategy: str,
-             stages: dict[str, dict[int, tuple[int, float]]] | None = None) -> list[Hit]:
+    def hits(
+        self,
+        positions: Positions,
+        scores: Scores,
+        strategy: str,
+        stages: dict[str, dict[int, tuple[int, float]]] | None = None,
+    ) -> list[Hit]:
         """Materialise ranked positions into hits, with per-stage ranks and scores as provenance."""
         rows = [int(self.indexes.row_ids[p]) for p in positions]
         stored = {s.row_id: s for s in self.store.chunks_by_row(self.collection, rows)}
@@ -38,8 +43,15 @@ class SearchContext:
                 if int(pos) in table:
                     rank, value = table[int(pos)]
                     stage_ranks[stage], stage_scores[stage] = rank, round(float(value), 6)
-            out.append(Hit(s.chunk, float(score), strategy,
-                           Provenance(self.collection, s.title, s.source, stage_scores, stage_ranks), s.metadata))
+            out.append(
+                Hit(
+                    s.chunk,
+                    float(score),
+                    strategy,
+                    Provenance(self.collection, s.title, s.source, stage_scores, stage_ranks),
+                    s.metadata,
+                )
+            )
         return out
 
 

@@ -25,6 +25,12 @@ class DenseRetriever:
             positions, scores = self.ctx.indexes.dense.search(qvec, k, mask)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"dense": ranked_table(positions, scores)})
-        explanation = Explanation(self.name, query, query, str(filters) if filters else None,
-                                  int(mask.sum()) if mask is not None else len(self.ctx.indexes), timer.ms)
+        explanation = Explanation(
+            self.name,
+            query,
+            query,
+            str(filters) if filters else None,
+            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
+            timer.ms,
+        )
         return RetrievalResult(hits, explanation)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 from waypost.index.topk import Positions, Scores
 
 
-class FusionMethod(str, Enum):
+class FusionMethod(StrEnum):
     RRF = "rrf"
     WEIGHTED = "weighted"
     BORDA = "borda"
@@ -57,7 +57,8 @@ def _minmax(ranked: RankedList, candidates: Positions) -> Scores:
     hi = float(ranked.scores.max())
     lo = float(ranked.scores.min())
     span = hi - lo if hi > lo else 1.0
-    return np.clip((ranked.all_scores[candidates] - lo) / span, 0.0, None).astype(np.float32)
+    scaled: Scores = np.clip((ranked.all_scores[candidates] - lo) / span, 0.0, None).astype(np.float32)
+    return scaled
 
 
 def _rank_points(ranked: RankedList, candidates: Positions, points: object) -> Scores:

@@ -9,8 +9,9 @@ from waypost.retrieval.fusion import FusionConfig, RankedList, fuse
 from waypost.types import Explanation, RetrievalResult
 
 
-def hybrid_search(ctx: SearchContext, query: str, k: int, mask: Mask | None, config: FusionConfig,
-                  timer: Timer) -> tuple[Positions, Scores, dict[str, dict[int, tuple[int, float]]]]:
+def hybrid_search(
+    ctx: SearchContext, query: str, k: int, mask: Mask | None, config: FusionConfig, timer: Timer
+) -> tuple[Positions, Scores, dict[str, dict[int, tuple[int, float]]]]:
     depth = max(k, config.depth)
     with timer.stage("embed_query"):
         qvec = ctx.embedder.embed_query(query)
@@ -23,7 +24,9 @@ def hybrid_search(ctx: SearchContext, query: str, k: int, mask: Mask | None, con
         keep = s_scores > 0
         s_pos, s_scores = s_pos[keep], s_scores[keep]
     with timer.stage("fusion"):
-        positions, scores = fuse(RankedList(d_pos, d_scores, dense_all), RankedList(s_pos, s_scores, sparse_all), config)
+        positions, scores = fuse(
+            RankedList(d_pos, d_scores, dense_all), RankedList(s_pos, s_scores, sparse_all), config
+        )
     stages = {"dense": ranked_table(d_pos, d_scores), "bm25": ranked_table(s_pos, s_scores)}
     return positions[:k], scores[:k], stages
 
@@ -44,7 +47,15 @@ class HybridRetriever:
         positions, scores, stages = hybrid_search(self.ctx, query, k, mask, self.config, timer)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, stages)
-        explanation = Explanation(self.name, query, query, str(filters) if filters else None,
-                                  int(mask.sum()) if mask is not None else len(self.ctx.indexes), timer.ms)
-        explanation.notes.append(f"fusion={self.config.method.value} alpha={self.config.alpha} depth={self.config.depth}")
+        explanation = Explanation(
+            self.name,
+            query,
+            query,
+            str(filters) if filters else None,
+            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
+            timer.ms,
+        )
+        explanation.notes.append(
+            f"fusion={self.config.method.value} alpha={self.config.alpha} depth={self.config.depth}"
+        )
         return RetrievalResult(hits, explanation)

@@ -13,8 +13,9 @@ from waypost.types import Explanation, RetrievalResult
 class MetadataRetriever:
     name = "metadata"
 
-    def __init__(self, ctx: SearchContext, config: FusionConfig | None = None,
-                 extractor: FilterExtractor | None = None) -> None:
+    def __init__(
+        self, ctx: SearchContext, config: FusionConfig | None = None, extractor: FilterExtractor | None = None
+    ) -> None:
         self.ctx = ctx
         self.config = config or FusionConfig()
         self.extractor = extractor or FilterExtractor(ctx.indexes.metadata)
@@ -33,7 +34,13 @@ class MetadataRetriever:
         positions, scores, stages = hybrid_search(self.ctx, semantic, k, mask, self.config, timer)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, stages)
-        explanation = Explanation(self.name, query, extraction.semantic_query, str(flt) if flt else None,
-                                  int(mask.sum()) if mask is not None else len(self.ctx.indexes), timer.ms)
+        explanation = Explanation(
+            self.name,
+            query,
+            extraction.semantic_query,
+            str(flt) if flt else None,
+            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
+            timer.ms,
+        )
         explanation.notes.extend(extraction.matches)
         return RetrievalResult(hits, explanation)

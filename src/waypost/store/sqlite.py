@@ -152,16 +152,32 @@ class SQLiteStore:
                 self._conn.execute(
                     "INSERT OR REPLACE INTO documents(collection,id,title,text,metadata,source,hash,added_at)"
                     " VALUES (?,?,?,?,?,?,?,?)",
-                    (collection, doc.id, doc.title, doc.text, json.dumps(doc.metadata, ensure_ascii=False),
-                     doc.source, doc.hash, now),
+                    (
+                        collection,
+                        doc.id,
+                        doc.title,
+                        doc.text,
+                        json.dumps(doc.metadata, ensure_ascii=False),
+                        doc.source,
+                        doc.hash,
+                        now,
+                    ),
                 )
                 self._conn.executemany(
                     "INSERT INTO chunks(collection,document_id,idx,text,start,end,token_count,section,embedding)"
                     " VALUES (?,?,?,?,?,?,?,?,?)",
                     [
-                        (collection, doc.id, c.index, c.text, c.start, c.end, c.token_count,
-                         json.dumps(list(c.section), ensure_ascii=False),
-                         np.ascontiguousarray(vec, dtype=np.float32).tobytes())
+                        (
+                            collection,
+                            doc.id,
+                            c.index,
+                            c.text,
+                            c.start,
+                            c.end,
+                            c.token_count,
+                            json.dumps(list(c.section), ensure_ascii=False),
+                            np.ascontiguousarray(vec, dtype=np.float32).tobytes(),
+                        )
                         for c, vec in zip(item.chunks, item.embeddings, strict=True)
                     ],
                 )
