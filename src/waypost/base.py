@@ -68,6 +68,9 @@ class ChunkSnapshot:
     index_texts: list[str]
     embeddings: FloatMatrix
     metadata: list[Metadata]
+    document_texts: list[str]  # title and body of each document, in order of first appearance
+    chunk_texts: list[str]
+    titles: dict[str, str]
 
 
 class DocumentStore(Protocol):

@@ -76,7 +76,9 @@ def run_eval(
         per_query: dict[str, list[float]] = {}
         latencies: list[float] = []
         filter_hits: list[bool] = []
-        extractor = collection.extractor() if any("constraints" in q.metadata for q in queries) else None
+        # Filter accuracy belongs to the strategy that extracts filters.
+        wants_filters = strategy == "metadata" and any("constraints" in q.metadata for q in queries)
+        extractor = collection.extractor() if wants_filters else None
         failures: list[dict[str, Any]] = []
         for q in queries:
             t0 = time.perf_counter()

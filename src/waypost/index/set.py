@@ -16,6 +16,7 @@ from waypost.base import ChunkSnapshot, DocumentStore
 from waypost.index.bm25 import BM25Index
 from waypost.index.dense import DenseIndex
 from waypost.index.metadata import MetadataIndex
+from waypost.index.references import ReferenceIndex
 
 
 @dataclass
@@ -27,6 +28,7 @@ class IndexSet:
     dense: DenseIndex
     bm25: BM25Index
     metadata: MetadataIndex
+    references: ReferenceIndex
     build_seconds: float
 
     def __len__(self) -> int:
@@ -39,9 +41,9 @@ class IndexSet:
         t0 = time.perf_counter()
         bm25: BM25Index | None = None
         if bm25_dir is not None and (bm25_dir / "ready").exists():
-            bm25 = BM25Index.load(bm25_dir, len(snap.index_texts))
+            bm25 = BM25Index.load(bm25_dir)
         if bm25 is None:
-            bm25 = BM25Index.build(snap.index_texts)
+            bm25 = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts)
             if bm25_dir is not None and snap.index_texts:
                 _save_atomically(bm25, bm25_dir)
         return cls(
@@ -52,6 +54,7 @@ class IndexSet:
             dense=DenseIndex(snap.embeddings, approximate=approximate),
             bm25=bm25,
             metadata=MetadataIndex.build(snap.metadata),
+            references=ReferenceIndex.build(snap.chunk_texts, snap.document_ids, snap.titles),
             build_seconds=time.perf_counter() - t0,
         )
 
@@ -89,9 +92,9 @@ class IndexCache:
             bm25_dir = None
             if self.cache_dir is not None:
                 base = self.cache_dir / collection
-                bm25_dir = base / f"bm25-g{snap.generation}"
+                bm25_dir = base / f"bm25-v2-g{snap.generation}"
                 if base.exists():
-                    for old in base.glob("bm25-g*"):
+                    for old in base.glob("bm25-*"):
                         if old != bm25_dir:
                             shutil.rmtree(old, ignore_errors=True)
             built = IndexSet.build(collection, snap, self.approximate, bm25_dir)

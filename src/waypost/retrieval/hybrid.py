@@ -5,7 +5,7 @@ from __future__ import annotations
 from waypost.filters.model import Filter
 from waypost.index.topk import Mask, Positions, Scores, top_k
 from waypost.retrieval.context import SearchContext, Timer, ranked_table
-from waypost.retrieval.fusion import FusionConfig, RankedList, fuse
+from waypost.retrieval.fusion import FusionConfig, RankedList, follow_references, fuse
 from waypost.types import Explanation, RetrievalResult
 
 
@@ -28,6 +28,13 @@ def hybrid_search(
             RankedList(d_pos, d_scores, dense_all), RankedList(s_pos, s_scores, sparse_all), config
         )
     stages = {"dense": ranked_table(d_pos, d_scores), "bm25": ranked_table(s_pos, s_scores)}
+    if config.reference_weight > 0:
+        with timer.stage("references"):
+            positions, scores, linked = follow_references(
+                positions, scores, ctx.indexes.references.targets, config, mask
+            )
+        if linked:
+            stages["references"] = linked
     return positions[:k], scores[:k], stages
 
 
@@ -55,7 +62,8 @@ class HybridRetriever:
             int(mask.sum()) if mask is not None else len(self.ctx.indexes),
             timer.ms,
         )
+        cfg = self.config
         explanation.notes.append(
-            f"fusion={self.config.method.value} alpha={self.config.alpha} depth={self.config.depth}"
+            f"fusion={cfg.method.value} alpha={cfg.alpha} depth={cfg.depth} references={cfg.reference_weight}"
         )
         return RetrievalResult(hits, explanation)

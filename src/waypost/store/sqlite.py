@@ -261,10 +261,13 @@ class SQLiteStore:
         else:
             emb = np.zeros((0, info.embed_dim), dtype=np.float32)
         meta_cache: dict[str, dict[str, object]] = {}
+        bodies: dict[str, list[str]] = {}
         metadata = []
         for r in rows:
             if r[1] not in meta_cache:
                 meta_cache[r[1]] = json.loads(r[6])
+                bodies[r[1]] = [r[5]] if r[5] else []
+            bodies[r[1]].append(r[2])
             metadata.append(meta_cache[r[1]])
         return ChunkSnapshot(
             generation=generation,
@@ -273,6 +276,9 @@ class SQLiteStore:
             index_texts=[index_text(r[5], json.loads(r[3]), r[2]) for r in rows],
             embeddings=emb,
             metadata=metadata,
+            document_texts=["\n".join(parts) for parts in bodies.values()],
+            chunk_texts=[r[2] for r in rows],
+            titles={r[1]: r[5] for r in rows},
         )
 
     def close(self) -> None:
