@@ -88,19 +88,16 @@ def _filters(where: list[str], where_json: str | None) -> Filter | None:
 
 
 def _print_result(result: RetrievalResult, explain: bool) -> None:
-    table = Table(show_lines=False)
-    for col in ("#", "score", "document", "section", "span", "text"):
-        table.add_column(col, overflow="fold", max_width=70 if col == "text" else None)
+    table = Table(show_lines=True, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("score", justify="right", width=7)
+    table.add_column("where", ratio=1)
+    table.add_column("text", ratio=3)
     for i, hit in enumerate(result.hits, start=1):
         text = " ".join(hit.chunk.text.split())
-        table.add_row(
-            str(i),
-            f"{hit.score:.4f}",
-            f"{hit.provenance.document_title or hit.document_id}\n[dim]{hit.document_id}[/]",
-            " > ".join(hit.chunk.section),
-            f"{hit.chunk.start}-{hit.chunk.end}",
-            text[:220] + ("…" if len(text) > 220 else ""),
-        )
+        section = " > ".join(hit.chunk.section)
+        where = f"[bold]{hit.document_id}[/]\n{section}\n[dim]chars {hit.chunk.start}-{hit.chunk.end}[/]"
+        table.add_row(str(i), f"{hit.score:.3f}", where, text[:400] + ("…" if len(text) > 400 else ""))
     console.print(table)
     if explain:
         ex = result.explanation
