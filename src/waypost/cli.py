@@ -142,6 +142,60 @@ def query(
         _print_result(result, explain)
 
 
+LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    llm: LlmOpt = "none",
+    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Passages given to the answerer.")] = 5,
+    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Print tokens as they arrive.")] = True,
+    timeout: Annotated[float, typer.Option(help="LLM request timeout in seconds.")] = 60.0,
+    explain: Annotated[bool, typer.Option("--explain", help="Show timings, LLM calls, tokens and cost.")] = False,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the documents, with numbered citations to exact spans."""
+    config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
+    with Engine(store, config) as engine:
+        coll = engine.collection(collection)
+        if stream and not as_json:
+            live = coll.stream_answer(question, strategy, k)
+            for token in live.tokens:
+                console.print(token, end="", markup=False, highlight=False, soft_wrap=True)
+            console.print()
+            answer = live.answer
+        else:
+            answer = coll.answer(question, strategy, k)
+    assert answer is not None
+    if as_json:
+        print(json.dumps(answer.to_dict()))
+        return
+    if not stream:
+        console.print(answer.text, markup=False, highlight=False)
+    for c in answer.citations:
+        console.print(
+            f"  [bold][{c.number}][/] {c.title or c.document_id} [dim]({c.document_id}, chars {c.start}-{c.end})[/]"
+        )
+    if explain:
+        meta = answer.metadata.to_dict()
+        console.print(
+            f"[bold]mode[/] {answer.mode}   [bold]strategy[/] {meta['strategy']}   "
+            f"[bold]total[/] {meta['total_ms']:.1f} ms"
+        )
+        console.print("[bold]timings[/] " + ", ".join(f"{k} {v:.1f} ms" for k, v in meta["timings_ms"].items()))
+        console.print(
+            f"[bold]llm[/] calls {meta['llm_calls']} (cached {meta['llm_cache_hits']}), tokens "
+            f"{meta['prompt_tokens']} in / {meta['completion_tokens']} out, cost ${meta['cost_usd']:.6f}"
+        )
+        for fb in meta["fallbacks"]:
+            console.print(f"[yellow]fallback[/] {fb}")
+
+
 @app.command()
 def rm(
     ids: Annotated[list[str], typer.Argument(help="Document ids to delete.")],
@@ -242,13 +296,19 @@ def eval_(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
     show_failures: Annotated[bool, typer.Option(help="List queries whose filters were extracted wrongly.")] = False,
+    answer: Annotated[bool, typer.Option("--answer", help="Also answer every query; report answer_recall.")] = False,
+    llm: LlmOpt = "none",
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy."""
     from waypost.evaluation.runner import run_eval
 
-    config = EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=FusionConfig(method=fusion, alpha=alpha))
-    report = run_eval(dataset, strategy, k, config, cache_dir, split, show_progress=not as_json, limit=limit)
+    config = EngineConfig(
+        embed_model=model, chunk_tokens=chunk_tokens, fusion=FusionConfig(method=fusion, alpha=alpha), llm=llm
+    )
+    report = run_eval(
+        dataset, strategy, k, config, cache_dir, split, show_progress=not as_json, limit=limit, answer=answer
+    )
     if as_json:
         print(json.dumps(report.to_dict()))
         return

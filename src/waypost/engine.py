@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from waypost.answer.model import Answer, AnswerStream
+from waypost.answer.service import AnswerService
 from waypost.base import CollectionInfo, Embedder
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError
@@ -15,6 +17,8 @@ from waypost.filters.model import Filter
 from waypost.index.set import IndexCache
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
+from waypost.llm.accounting import PriceTable
+from waypost.llm.base import LLMProvider
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.registry import make_retriever
@@ -32,6 +36,10 @@ class EngineConfig:
     approximate_dense: bool = False
     embed_cache: Path | None = None  # None: <store>/embedding-cache.sqlite
     api_key: str | None = None
+    llm: str = "none"  # none | smollm2 | gguf:PATH | openai:MODEL@URL
+    llm_timeout: float = 60.0
+    llm_cache: Path | None = None  # None: <store>/llm-cache.sqlite
+    prices: PriceTable = field(default_factory=PriceTable)
 
 
 class Engine:
@@ -45,6 +53,24 @@ class Engine:
         self._embedders: dict[str, Embedder] = {}
         self._extractors: dict[tuple[str, int], FilterExtractor] = {}
         self._lock = threading.Lock()
+        self._llm: LLMProvider | None = None
+        self._llm_ready = False
+
+    def llm(self) -> LLMProvider | None:
+        """The configured LLM (cached on disk), or ``None`` for the LLM-free paths."""
+        with self._lock:
+            if not self._llm_ready:
+                from waypost.llm.factory import make_llm
+
+                cache = self.config.llm_cache or self.path / "llm-cache.sqlite"
+                self._llm = make_llm(self.config.llm, cache, self.config.api_key, self.config.llm_timeout)
+                self._llm_ready = True
+            return self._llm
+
+    def use_llm(self, llm: LLMProvider | None) -> None:
+        """Use an already-built provider (or none) for this engine's LLM-backed steps."""
+        with self._lock:
+            self._llm, self._llm_ready = llm, True
 
     def close(self) -> None:
         self.store.close()
@@ -154,6 +180,18 @@ class Collection:
             self.engine._extractors = {k: v for k, v in self.engine._extractors.items() if k[0] != self.name}
             self.engine._extractors[key] = FilterExtractor(ctx_indexes.metadata)
         return self.engine._extractors[key]
+
+    def answerer(self) -> AnswerService:
+        return AnswerService(
+            lambda q, strategy, k: self.retrieve(q, strategy, k), self.engine.llm(), self.engine.config.prices
+        )
+
+    def answer(self, question: str, strategy: str = "hybrid", k: int = 5) -> Answer:
+        """Retrieve, then answer with citations (LLM if configured and healthy, else extractive)."""
+        return self.answerer().answer(question, strategy, k)
+
+    def stream_answer(self, question: str, strategy: str = "hybrid", k: int = 5) -> AnswerStream:
+        return self.answerer().stream(question, strategy, k)
 
     def retrieve(
         self,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from waypost.engine import Collection, Engine, EngineConfig
-from waypost.evaluation.beir import BeirDataset, load_beir
+from waypost.evaluation.beir import BeirDataset, Query, load_beir
 from waypost.evaluation.metrics import ndcg_at, percentile, precision_at, recall_at, reciprocal_rank
 from waypost.filters.model import Condition, Op
 from waypost.index.metadata import MetadataIndex
@@ -61,6 +61,7 @@ def run_eval(
     split: str = "test",
     show_progress: bool = False,
     limit: int | None = None,
+    answer: bool = False,
 ) -> EvalReport:
     dataset = load_beir(dataset_dir, split)
     config = config or EngineConfig()
@@ -114,11 +115,62 @@ def run_eval(
         metrics["latency_p50_ms"] = round(percentile(latencies, 0.5), 2)
         metrics["latency_p95_ms"] = round(percentile(latencies, 0.95), 2)
         metrics["queries"] = len(queries)
+        if answer:
+            metrics.update(answer_metrics(collection, queries, strategy))
         if filter_hits:
             metrics["filter_accuracy"] = round(sum(filter_hits) / len(filter_hits), 4)
         return EvalReport(dataset.name, strategy, metrics, ingest, failures)
     finally:
         engine.close()
+
+
+# -- answers ------------------------------------------------------------------------------------
+def _normal(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def answer_metrics(collection: Collection, queries: list[Query], strategy: str, k: int = 5) -> dict[str, float]:
+    """answer_recall: share of questions whose gold answer is in the answer or in a cited passage."""
+    found: list[bool] = []
+    latencies: list[float] = []
+    calls = prompt = completion = 0
+    cost = 0.0
+    fallbacks = 0
+    for q in queries:
+        gold = q.metadata.get("answer")
+        if not isinstance(gold, str) or not gold.strip():
+            continue
+        t0 = time.perf_counter()
+        ans = collection.answer(q.text, strategy, k)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        passages = [
+            h.chunk.text
+            for h in ans.hits
+            if any(
+                c.document_id == h.document_id and h.chunk.start <= c.start and c.end <= h.chunk.end
+                for c in ans.citations
+            )
+        ]
+        haystack = " " + " ".join(_normal(t) for t in [ans.text, *passages]) + " "
+        found.append(f" {_normal(gold)} " in haystack)
+        meta = ans.metadata
+        calls += meta.llm_calls
+        prompt += meta.prompt_tokens
+        completion += meta.completion_tokens
+        cost += meta.cost_usd
+        fallbacks += bool(meta.fallbacks)
+    n = max(1, len(found))
+    return {
+        "answer_recall": round(sum(found) / n, 4),
+        "answer_questions": len(found),
+        "answer_latency_p50_ms": round(percentile(latencies, 0.5), 2),
+        "answer_latency_p95_ms": round(percentile(latencies, 0.95), 2),
+        "answer_llm_calls": calls,
+        "answer_prompt_tokens": prompt,
+        "answer_completion_tokens": completion,
+        "answer_cost_usd": round(cost, 6),
+        "answer_fallbacks": fallbacks,
+    }
 
 
 # -- filter accuracy ------------------------------------------------------------------------------

@@ -22,6 +22,10 @@ STRATEGIES: dict[str, Callable[[SearchContext, FusionConfig], Retriever]] = {
 
 
 def make_retriever(name: str, ctx: SearchContext, fusion: FusionConfig | None = None) -> Retriever:
+    if name == "web":
+        from waypost.retrieval.web import WebRetriever, web_search_provider
+
+        return WebRetriever(web_search_provider())  # a clear error while no provider is configured
     try:
         factory = STRATEGIES[name]
     except KeyError:

@@ -1,0 +1,80 @@
+"""The LLM-free answerer: the sentences of the retrieved passages that best match the question."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from waypost.answer.model import NOT_SUPPORTED, Citation
+from waypost.ingest.chunker import split_sentences
+from waypost.types import Hit
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    "a an the and or of for to in on at by with from is are was were be been being which what who whom whose "
+    "where when why how do does did that this these those it its as than then there their they he she his her "
+    "i you we me my our your not no yes both either".split()
+)
+
+
+def _stems(text: str) -> set[str]:
+    from waypost.filters.extract import _stem
+
+    return {_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP}
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    hit_rank: int
+    hit: Hit
+    start: int  # offsets in the document
+    end: int
+    text: str
+    score: float
+
+
+class ExtractiveAnswerer:
+    def __init__(self, max_sentences: int = 3, max_per_passage: int = 2, min_relative: float = 0.5) -> None:
+        self.max_sentences = max_sentences
+        self.max_per_passage = max_per_passage
+        self.min_relative = min_relative
+
+    def score(self, question: str, hits: list[Hit]) -> list[ScoredSentence]:
+        wanted = _stems(question)
+        scored: list[ScoredSentence] = []
+        for rank, hit in enumerate(hits):
+            text = hit.chunk.text
+            for span in split_sentences(text):
+                sentence = text[span.start : span.end]
+                overlap = len(wanted & _stems(sentence)) / math.sqrt(max(1, len(wanted)))
+                if overlap <= 0:
+                    continue  # a sentence sharing no word with the question supports nothing
+                start = hit.chunk.start + span.start
+                score = overlap + 0.5 / (1 + rank)  # passage rank breaks ties
+                scored.append(ScoredSentence(rank, hit, start, start + len(sentence), sentence, score))
+        return sorted(scored, key=lambda s: -s.score)
+
+    def answer(self, question: str, hits: list[Hit]) -> tuple[str, list[Citation], bool]:
+        ranked = self.score(question, hits)
+        if not ranked:
+            return NOT_SUPPORTED, [], False
+        floor = ranked[0].score * self.min_relative
+        chosen: list[ScoredSentence] = []
+        per_passage: dict[str, int] = {}
+        # Round 1 takes the best sentence of each passage (multi-hop answers span passages); round 2 fills up.
+        for limit in range(1, self.max_per_passage + 1):
+            for s in ranked:
+                if len(chosen) >= self.max_sentences or s.score < floor:
+                    break
+                if s in chosen or per_passage.get(s.hit.chunk.id, 0) >= limit:
+                    continue
+                per_passage[s.hit.chunk.id] = per_passage.get(s.hit.chunk.id, 0) + 1
+                chosen.append(s)
+        chosen.sort(key=lambda s: (s.hit_rank, s.start))
+        citations: list[Citation] = []
+        parts: list[str] = []
+        for i, s in enumerate(chosen, start=1):
+            citations.append(Citation(i, s.hit.document_id, s.hit.provenance.document_title, s.start, s.end, s.text))
+            parts.append(f"{s.text} [{i}]")
+        return " ".join(parts), citations, True

@@ -1,0 +1,97 @@
+"""Retrieve, then answer: with an LLM when one is configured and healthy, extractively otherwise."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Protocol
+
+from waypost.answer.extractive import ExtractiveAnswerer
+from waypost.answer.generative import build_messages, is_refusal, parse_citations
+from waypost.answer.model import NOT_SUPPORTED, Answer, AnswerStream
+from waypost.llm.accounting import PriceTable, QueryMetadata
+from waypost.llm.base import GenerationParams, LLMError, LLMProvider
+from waypost.types import RetrievalResult
+
+
+class Retrieve(Protocol):
+    def __call__(self, query: str, strategy: str, k: int) -> RetrievalResult: ...
+
+
+class AnswerService:
+    def __init__(
+        self,
+        retrieve: Retrieve,
+        llm: LLMProvider | None = None,
+        prices: PriceTable | None = None,
+        extractive: ExtractiveAnswerer | None = None,
+        params: GenerationParams | None = None,
+    ) -> None:
+        self.retrieve = retrieve
+        self.llm = llm
+        self.prices = prices or PriceTable()
+        self.extractive = extractive or ExtractiveAnswerer()
+        self.params = params or GenerationParams(max_tokens=256)
+
+    def _retrieve(self, question: str, strategy: str, k: int) -> tuple[RetrievalResult, QueryMetadata]:
+        t0 = time.perf_counter()
+        result = self.retrieve(question, strategy, k)
+        meta = QueryMetadata(strategy=result.explanation.strategy)
+        meta.timings_ms.update({f"retrieve.{s}": v for s, v in result.explanation.timings_ms.items()})
+        meta.timings_ms["retrieve.setup"] = max(0.0, (time.perf_counter() - t0) * 1000 - result.explanation.total_ms)
+        return result, meta
+
+    def _extractive(self, question: str, result: RetrievalResult, meta: QueryMetadata) -> Answer:
+        t0 = time.perf_counter()
+        text, citations, supported = self.extractive.answer(question, result.hits)
+        meta.timings_ms["answer.extractive"] = (time.perf_counter() - t0) * 1000
+        return Answer(question, text, citations, "extractive", supported, meta, result.hits)
+
+    def _finish(self, question: str, text: str, result: RetrievalResult, meta: QueryMetadata) -> Answer:
+        if is_refusal(text) or not text.strip():
+            return Answer(question, NOT_SUPPORTED, [], "llm", False, meta, result.hits)
+        clean, citations = parse_citations(text, result.hits)
+        return Answer(question, clean, citations, "llm", True, meta, result.hits)
+
+    def answer(self, question: str, strategy: str = "hybrid", k: int = 5) -> Answer:
+        result, meta = self._retrieve(question, strategy, k)
+        if self.llm is None or not result.hits:
+            return self._extractive(question, result, meta)
+        t0 = time.perf_counter()
+        try:
+            completion = self.llm.complete(build_messages(question, result.hits), self.params)
+        except LLMError as exc:
+            meta.fallbacks.append(f"answer: {exc}; answered extractively")
+            return self._extractive(question, result, meta)
+        meta.timings_ms["answer.llm"] = (time.perf_counter() - t0) * 1000
+        meta.record(completion, self.prices)
+        return self._finish(question, completion.text, result, meta)
+
+    def stream(self, question: str, strategy: str = "hybrid", k: int = 5) -> AnswerStream:
+        """Tokens as the LLM writes them; without an LLM (or when it fails first) the extractive answer."""
+        result, meta = self._retrieve(question, strategy, k)
+        out = AnswerStream(iter(()))
+
+        def tokens() -> Iterator[str]:
+            if self.llm is None or not result.hits:
+                out.answer = self._extractive(question, result, meta)
+                yield out.answer.text
+                return
+            t0 = time.perf_counter()
+            streamed = self.llm.stream(build_messages(question, result.hits), self.params)
+            parts: list[str] = []
+            try:
+                for token in streamed.tokens:
+                    parts.append(token)
+                    yield token
+            except LLMError as exc:
+                meta.fallbacks.append(f"answer: {exc}; answered extractively")
+                out.answer = self._extractive(question, result, meta)
+                yield ("\n" if parts else "") + out.answer.text
+                return
+            meta.timings_ms["answer.llm"] = (time.perf_counter() - t0) * 1000
+            meta.record(streamed.completion, self.prices)
+            out.answer = self._finish(question, "".join(parts), result, meta)
+
+        out.tokens = tokens()
+        return out

