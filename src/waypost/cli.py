@@ -137,7 +137,12 @@ def query(
     with _engine(store, model, fusion=FusionConfig(method=fusion, alpha=alpha)) as engine:
         result = engine.collection(collection).retrieve(text, strategy, k=k, filters=_filters(where, where_json))
     if as_json:
-        print(json.dumps({"hits": [h.to_dict() for h in result.hits], "explain": result.explanation.to_dict()}))
+        payload = {
+            "hits": [h.to_dict() for h in result.hits],
+            "explain": result.explanation.to_dict(),
+            "metadata": result.metadata.to_dict(),
+        }
+        print(json.dumps(payload))
     else:
         _print_result(result, explain)
 

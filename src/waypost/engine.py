@@ -51,7 +51,6 @@ class Engine:
         self.store = SQLiteStore(self.path / "store.sqlite")
         self.indexes = IndexCache(self.store, self.path / "indexes", self.config.approximate_dense)
         self._embedders: dict[str, Embedder] = {}
-        self._extractors: dict[tuple[str, int], FilterExtractor] = {}
         self._lock = threading.Lock()
         self._llm: LLMProvider | None = None
         self._llm_ready = False
@@ -174,12 +173,7 @@ class Collection:
         return SearchContext(self.name, self.engine.indexes.get(self.name), self.embedder, self.engine.store)
 
     def extractor(self) -> FilterExtractor:
-        ctx_indexes = self.engine.indexes.get(self.name)
-        key = (self.name, ctx_indexes.generation)
-        if key not in self.engine._extractors:
-            self.engine._extractors = {k: v for k, v in self.engine._extractors.items() if k[0] != self.name}
-            self.engine._extractors[key] = FilterExtractor(ctx_indexes.metadata)
-        return self.engine._extractors[key]
+        return self.engine.indexes.get(self.name).extractor()
 
     def answerer(self) -> AnswerService:
         return AnswerService(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from waypost.llm.accounting import QueryMetadata
 
 MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] | None
 Metadata = dict[str, Any]
@@ -123,6 +126,13 @@ class Explanation:
 class RetrievalResult:
     hits: list[Hit]
     explanation: Explanation
+
+    @property
+    def metadata(self) -> QueryMetadata:
+        """Accounting in the same shape answers use: strategy and stage timings; retrieval makes no LLM call."""
+        from waypost.llm.accounting import QueryMetadata
+
+        return QueryMetadata(strategy=self.explanation.strategy, timings_ms=dict(self.explanation.timings_ms))
 
     def document_ids(self) -> list[str]:
         """Documents in rank order, each at the rank of its best chunk."""

@@ -37,7 +37,7 @@ class AnswerService:
         t0 = time.perf_counter()
         result = self.retrieve(question, strategy, k)
         meta = QueryMetadata(strategy=result.explanation.strategy)
-        meta.timings_ms.update({f"retrieve.{s}": v for s, v in result.explanation.timings_ms.items()})
+        meta.timings_ms.update({f"retrieve.{s}": v for s, v in result.metadata.timings_ms.items()})
         meta.timings_ms["retrieve.setup"] = max(0.0, (time.perf_counter() - t0) * 1000 - result.explanation.total_ms)
         return result, meta
 

@@ -6,8 +6,9 @@ import json
 import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +18,9 @@ from waypost.index.bm25 import BM25Index
 from waypost.index.dense import DenseIndex
 from waypost.index.metadata import MetadataIndex
 from waypost.index.references import ReferenceIndex
+
+if TYPE_CHECKING:
+    from waypost.filters.extract import FilterExtractor
 
 
 @dataclass
@@ -30,6 +34,15 @@ class IndexSet:
     metadata: MetadataIndex
     references: ReferenceIndex
     build_seconds: float
+    _extractor: FilterExtractor | None = field(default=None, repr=False)
+
+    def extractor(self) -> FilterExtractor:
+        """Filter extraction over this generation's metadata values, built on first use."""
+        if self._extractor is None:
+            from waypost.filters.extract import FilterExtractor
+
+            self._extractor = FilterExtractor(self.metadata)
+        return self._extractor
 
     def __len__(self) -> int:
         return int(self.row_ids.shape[0])

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from waypost.base import DocumentStore, Embedder
+from waypost.filters.model import Filter
 from waypost.index.set import IndexSet
-from waypost.index.topk import Positions, Scores
-from waypost.types import Hit, Provenance
+from waypost.index.topk import Mask, Positions, Scores
+from waypost.types import Explanation, Hit, Provenance
 
 
 @dataclass
@@ -21,6 +22,19 @@ class SearchContext:
     indexes: IndexSet
     embedder: Embedder
     store: DocumentStore
+
+    def prefilter(self, filters: Filter | None, timer: Timer) -> Mask | None:
+        """The pre-filter mask of ``filters`` (timed), or ``None`` when there are none."""
+        if filters is None:
+            return None
+        with timer.stage("prefilter"):
+            return self.indexes.metadata.mask(filters)
+
+    def explain(
+        self, strategy: str, query: str, semantic_query: str, filters: Filter | None, mask: Mask | None, timer: Timer
+    ) -> Explanation:
+        candidates = int(mask.sum()) if mask is not None else len(self.indexes)
+        return Explanation(strategy, query, semantic_query, str(filters) if filters else None, candidates, timer.ms)
 
     def hits(
         self,

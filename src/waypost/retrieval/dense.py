@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from waypost.filters.model import Filter
 from waypost.retrieval.context import SearchContext, Timer, ranked_table
-from waypost.types import Explanation, RetrievalResult
+from waypost.types import RetrievalResult
 
 
 class DenseRetriever:
@@ -15,22 +15,12 @@ class DenseRetriever:
 
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()
-        mask = None
-        if filters is not None:
-            with timer.stage("prefilter"):
-                mask = self.ctx.indexes.metadata.mask(filters)
+        mask = self.ctx.prefilter(filters, timer)
         with timer.stage("embed_query"):
             qvec = self.ctx.embedder.embed_query(query)
         with timer.stage("dense_search"):
             positions, scores = self.ctx.indexes.dense.search(qvec, k, mask)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"dense": ranked_table(positions, scores)})
-        explanation = Explanation(
-            self.name,
-            query,
-            query,
-            str(filters) if filters else None,
-            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
-            timer.ms,
-        )
+        explanation = self.ctx.explain(self.name, query, query, filters, mask, timer)
         return RetrievalResult(hits, explanation)

@@ -6,7 +6,7 @@ from waypost.filters.model import Filter
 from waypost.index.topk import Mask, Positions, Scores, top_k
 from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig, RankedList, follow_references, fuse
-from waypost.types import Explanation, RetrievalResult
+from waypost.types import RetrievalResult
 
 
 def hybrid_search(
@@ -47,21 +47,11 @@ class HybridRetriever:
 
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()
-        mask = None
-        if filters is not None:
-            with timer.stage("prefilter"):
-                mask = self.ctx.indexes.metadata.mask(filters)
+        mask = self.ctx.prefilter(filters, timer)
         positions, scores, stages = hybrid_search(self.ctx, query, k, mask, self.config, timer)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, stages)
-        explanation = Explanation(
-            self.name,
-            query,
-            query,
-            str(filters) if filters else None,
-            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
-            timer.ms,
-        )
+        explanation = self.ctx.explain(self.name, query, query, filters, mask, timer)
         cfg = self.config
         explanation.notes.append(
             f"fusion={cfg.method.value} alpha={cfg.alpha} depth={cfg.depth} references={cfg.reference_weight}"

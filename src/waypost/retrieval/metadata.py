@@ -7,7 +7,7 @@ from waypost.filters.model import Filter
 from waypost.retrieval.context import SearchContext, Timer
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.hybrid import hybrid_search
-from waypost.types import Explanation, RetrievalResult
+from waypost.types import RetrievalResult
 
 
 class MetadataRetriever:
@@ -25,22 +25,12 @@ class MetadataRetriever:
         with timer.stage("extract_filters"):
             extraction = self.extractor.extract(query)
         flt = combine(filters, extraction.filter)
-        mask = None
-        if flt is not None:
-            with timer.stage("prefilter"):
-                mask = self.ctx.indexes.metadata.mask(flt)
+        mask = self.ctx.prefilter(flt, timer)
         # With no words left, every candidate matches equally; the full query still orders them.
         semantic = extraction.semantic_query or query
         positions, scores, stages = hybrid_search(self.ctx, semantic, k, mask, self.config, timer)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, stages)
-        explanation = Explanation(
-            self.name,
-            query,
-            extraction.semantic_query,
-            str(flt) if flt else None,
-            int(mask.sum()) if mask is not None else len(self.ctx.indexes),
-            timer.ms,
-        )
+        explanation = self.ctx.explain(self.name, query, extraction.semantic_query, flt, mask, timer)
         explanation.notes.extend(extraction.matches)
         return RetrievalResult(hits, explanation)
