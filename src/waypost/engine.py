@@ -21,6 +21,7 @@ from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
+from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.store.sqlite import SQLiteStore
 from waypost.types import Document, RetrievalResult
@@ -173,7 +174,17 @@ class Collection:
         return SearchContext(self.name, self.engine.indexes.get(self.name), self.embedder, self.engine.store)
 
     def extractor(self) -> FilterExtractor:
+        """The rule-based filter extractor over this collection's current fields and values."""
         return self.engine.indexes.get(self.name).extractor()
+
+    def query_filter_extractor(self) -> QueryFilterExtractor:
+        """What the metadata strategy uses: the LLM (falling back to rules) when one is configured, else rules."""
+        llm = self.engine.llm()
+        if llm is None:
+            return self.extractor()
+        from waypost.filters.llm_extract import LLMFilterExtractor
+
+        return LLMFilterExtractor(llm, self.extractor(), self.engine.config.prices)
 
     def answerer(self) -> AnswerService:
         return AnswerService(
@@ -201,10 +212,10 @@ class Collection:
             raise WaypostError("the query is empty")
         ctx = self.context()
         fusion = fusion or self.engine.config.fusion
-        if strategy == "metadata":
+        if strategy == "metadata" and self.engine.llm() is not None:
             from waypost.retrieval.metadata import MetadataRetriever
 
-            return MetadataRetriever(ctx, fusion, self.extractor()).retrieve(query, k, filters)
+            return MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
         return make_retriever(strategy, ctx, fusion).retrieve(query, k, filters)
 
 

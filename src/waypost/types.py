@@ -104,6 +104,7 @@ class Explanation:
     candidates: int | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    llm: QueryMetadata | None = None  # LLM calls made by retrieval steps (filter extraction), if any
 
     @property
     def total_ms(self) -> float:
@@ -119,6 +120,7 @@ class Explanation:
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "total_ms": round(self.total_ms, 3),
             "notes": self.notes,
+            "llm": self.llm.to_dict() if self.llm is not None else None,
         }
 
 
@@ -132,7 +134,13 @@ class RetrievalResult:
         """Accounting in the same shape answers use: strategy and stage timings; retrieval makes no LLM call."""
         from waypost.llm.accounting import QueryMetadata
 
-        return QueryMetadata(strategy=self.explanation.strategy, timings_ms=dict(self.explanation.timings_ms))
+        meta = QueryMetadata(strategy=self.explanation.strategy, timings_ms=dict(self.explanation.timings_ms))
+        if self.explanation.llm is not None:
+            used = self.explanation.llm
+            meta.llm_calls, meta.llm_cache_hits = used.llm_calls, used.llm_cache_hits
+            meta.prompt_tokens, meta.completion_tokens = used.prompt_tokens, used.completion_tokens
+            meta.cost_usd, meta.fallbacks = used.cost_usd, list(used.fallbacks)
+        return meta
 
     def document_ids(self) -> list[str]:
         """Documents in rank order, each at the rank of its best chunk."""

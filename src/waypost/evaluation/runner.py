@@ -79,7 +79,7 @@ def run_eval(
         filter_hits: list[bool] = []
         # Filter accuracy belongs to the strategy that extracts filters.
         wants_filters = strategy == "metadata" and any("constraints" in q.metadata for q in queries)
-        extractor = collection.extractor() if wants_filters else None
+        extractor = collection.query_filter_extractor() if wants_filters else None
         failures: list[dict[str, Any]] = []
         for q in queries:
             t0 = time.perf_counter()
@@ -101,7 +101,7 @@ def run_eval(
                 per_query.setdefault(name, []).append(value)
             if extractor is not None and "constraints" in q.metadata:
                 predicted = canonical_conditions(extractor.extract(q.text).conditions)
-                expected = canonical_constraints(q.metadata["constraints"], extractor.index)
+                expected = canonical_constraints(q.metadata["constraints"], collection.extractor().index)
                 filter_hits.append(predicted == expected)
                 if predicted != expected:
                     failures.append(

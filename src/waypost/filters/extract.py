@@ -14,11 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from waypost.filters.model import And, Condition, Filter, Op, all_of
 from waypost.index.metadata import MetadataIndex
+
+if TYPE_CHECKING:
+    from waypost.llm.accounting import QueryMetadata
 
 STOPWORDS = frozenset(
     "a an the and or of for to in on at by with from me my i we you is are be was were there that this these those "
@@ -177,7 +181,8 @@ class FilterExtractor:
         return frozenset(kinds)
 
     # -- extraction ---------------------------------------------------------------------------
-    def extract(self, query: str) -> Extraction:
+    def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction:
+        """Rules only: ``usage`` (LLM accounting) is accepted for interface parity and left untouched."""
         used = np.zeros(len(query) + 1, dtype=np.bool_)
         request = _REQUEST.match(query)
         if request:

@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
-from waypost.filters.extract import FilterExtractor, combine
+from typing import Protocol
+
+from waypost.filters.extract import Extraction, combine
 from waypost.filters.model import Filter
+from waypost.llm.accounting import QueryMetadata
 from waypost.retrieval.context import SearchContext, Timer
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.hybrid import hybrid_search
 from waypost.types import RetrievalResult
 
 
+class QueryFilterExtractor(Protocol):
+    """Rule-based (``FilterExtractor``) or LLM-backed (``LLMFilterExtractor``, which falls back to rules)."""
+
+    def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction: ...
+
+
 class MetadataRetriever:
     name = "metadata"
 
     def __init__(
-        self, ctx: SearchContext, config: FusionConfig | None = None, extractor: FilterExtractor | None = None
+        self, ctx: SearchContext, config: FusionConfig | None = None, extractor: QueryFilterExtractor | None = None
     ) -> None:
         self.ctx = ctx
         self.config = config or FusionConfig()
-        self.extractor = extractor or FilterExtractor(ctx.indexes.metadata)
+        self.extractor = extractor or ctx.indexes.extractor()
 
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()
+        usage = QueryMetadata(self.name)
         with timer.stage("extract_filters"):
-            extraction = self.extractor.extract(query)
+            extraction = self.extractor.extract(query, usage)
         flt = combine(filters, extraction.filter)
         mask = self.ctx.prefilter(flt, timer)
         # With no words left, every candidate matches equally; the full query still orders them.
@@ -33,4 +43,5 @@ class MetadataRetriever:
             hits = self.ctx.hits(positions, scores, self.name, stages)
         explanation = self.ctx.explain(self.name, query, extraction.semantic_query, flt, mask, timer)
         explanation.notes.extend(extraction.matches)
+        explanation.llm = usage if usage.llm_calls or usage.fallbacks else None
         return RetrievalResult(hits, explanation)
