@@ -28,6 +28,7 @@ def setup(engine: Engine) -> Iterator[tuple[Engine, FaultServer]]:
     engine.collection("films", create=True).add(DOCS)
     with fault_server() as srv:
         engine.use_llm(OpenAICompatibleLLM("m", srv.url, retries=0, backoff=0.01))
+        engine.config.llm_filters = True
         yield engine, srv
 
 
@@ -65,3 +66,10 @@ def test_llm_outage_falls_back_to_rules(setup: tuple[Engine, FaultServer]) -> No
     result = engine.collection("films").retrieve("movies from India released before 2010", "metadata", k=5)
     assert [h.document_id for h in result.hits] == ["b"]
     assert result.metadata.llm_calls == 0 and "rule-based" in result.metadata.fallbacks[0]
+
+
+def test_llm_filters_are_opt_in(setup: tuple[Engine, FaultServer]) -> None:
+    engine, srv = setup
+    engine.config.llm_filters = False
+    result = engine.collection("films").retrieve("movies from Spain", "metadata", k=5)
+    assert srv.requests == [] and result.metadata.llm_calls == 0

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from waypost.answer.service import AnswerService
 from waypost.engine import Engine
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams
@@ -112,23 +111,40 @@ def test_structured_json_from_the_real_server(server: LlamaServer) -> None:
     assert meta.llm_calls == result.attempts and meta.prompt_tokens > 0 and not meta.fallbacks
 
 
-def test_answers_fall_back_when_the_server_stops_mid_run(tmp_path: Path, engine: Engine) -> None:
+def test_every_llm_step_falls_back_when_the_server_stops_mid_run(engine: Engine) -> None:
     srv = LlamaServer()
     srv.start()
+    engine.use_llm(client(srv, retries=1))
+    engine.config.llm_filters = True
     coll = engine.collection("kb", create=True)
     coll.add(
         [
-            Document("bread", "Bread rises because yeast ferments sugar into carbon dioxide gas.", "Bread"),
-            Document("tides", "Tides come from the moon's gravity pulling on the oceans.", "Tides"),
+            Document(
+                "bread",
+                "Bread rises because yeast ferments sugar into carbon dioxide gas.",
+                "Bread",
+                {"topic": "cooking", "year": 2020},
+            ),
+            Document(
+                "tides",
+                "Tides come from the moon's gravity pulling on the oceans.",
+                "Tides",
+                {"topic": "physics", "year": 2012},
+            ),
         ]
     )
-    service = AnswerService(lambda q, s, k: coll.retrieve(q, s, k), client(srv, retries=1))
-    first = service.answer("Why does bread rise?", k=2)
+    first = coll.answer("Why does bread rise?", k=2)
     assert first.mode == "llm" and first.metadata.llm_calls == 1 and not first.metadata.fallbacks
+    filtered = coll.retrieve("physics documents before 2015 about the moon", "metadata", k=2)
+    assert filtered.metadata.llm_calls >= 1  # the LLM was asked for the filters
     srv.stop()
-    second = service.answer("What causes tides?", k=2)
+    second = coll.answer("What causes tides?", k=2)
     assert second.mode == "extractive" and second.metadata.fallbacks
     assert second.citations and second.citations[0].document_id == "tides"
+    after = coll.retrieve("physics documents before 2015 about the moon", "metadata", k=2)
+    assert after.metadata.fallbacks and "rule-based" in after.metadata.fallbacks[0]
+    assert [h.document_id for h in after.hits] == ["tides"]
+    assert "topic = 'physics'" in (after.explanation.filters or "")
 
 
 def test_waypost_ask_with_the_local_gguf_cites_real_spans(tmp_path: Path) -> None:

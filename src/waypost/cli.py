@@ -38,6 +38,7 @@ ModelOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 DEFAULT_STORE = Path(".waypost")
 
 
@@ -131,10 +132,15 @@ def query(
     ] = FusionConfig.alpha,
     explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
     model: ModelOpt = None,
+    llm: LlmOpt = "none",
+    llm_filters: Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query."""
-    with _engine(store, model, fusion=FusionConfig(method=fusion, alpha=alpha)) as engine:
+    config = EngineConfig(
+        embed_model=model, fusion=FusionConfig(method=fusion, alpha=alpha), llm=llm, llm_filters=llm_filters
+    )
+    with Engine(store, config) as engine:
         result = engine.collection(collection).retrieve(text, strategy, k=k, filters=_filters(where, where_json))
     if as_json:
         payload = {
@@ -145,9 +151,6 @@ def query(
         print(json.dumps(payload))
     else:
         _print_result(result, explain)
-
-
-LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 
 
 @app.command()
@@ -303,13 +306,18 @@ def eval_(
     show_failures: Annotated[bool, typer.Option(help="List queries whose filters were extracted wrongly.")] = False,
     answer: Annotated[bool, typer.Option("--answer", help="Also answer every query; report answer_recall.")] = False,
     llm: LlmOpt = "none",
+    llm_filters: Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy."""
     from waypost.evaluation.runner import run_eval
 
     config = EngineConfig(
-        embed_model=model, chunk_tokens=chunk_tokens, fusion=FusionConfig(method=fusion, alpha=alpha), llm=llm
+        embed_model=model,
+        chunk_tokens=chunk_tokens,
+        fusion=FusionConfig(method=fusion, alpha=alpha),
+        llm=llm,
+        llm_filters=llm_filters,
     )
     report = run_eval(
         dataset, strategy, k, config, cache_dir, split, show_progress=not as_json, limit=limit, answer=answer

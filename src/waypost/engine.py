@@ -39,6 +39,7 @@ class EngineConfig:
     api_key: str | None = None
     llm: str = "none"  # none | smollm2 | gguf:PATH | openai:MODEL@URL
     llm_timeout: float = 60.0
+    llm_filters: bool = False  # let the LLM extract metadata filters (rules stay the fallback)
     llm_cache: Path | None = None  # None: <store>/llm-cache.sqlite
     prices: PriceTable = field(default_factory=PriceTable)
 
@@ -178,8 +179,8 @@ class Collection:
         return self.engine.indexes.get(self.name).extractor()
 
     def query_filter_extractor(self) -> QueryFilterExtractor:
-        """What the metadata strategy uses: the LLM (falling back to rules) when one is configured, else rules."""
-        llm = self.engine.llm()
+        """What the metadata strategy uses: the LLM (falling back to rules) when ``llm_filters`` is on, else rules."""
+        llm = self.engine.llm() if self.engine.config.llm_filters else None
         if llm is None:
             return self.extractor()
         from waypost.filters.llm_extract import LLMFilterExtractor
@@ -212,7 +213,7 @@ class Collection:
             raise WaypostError("the query is empty")
         ctx = self.context()
         fusion = fusion or self.engine.config.fusion
-        if strategy == "metadata" and self.engine.llm() is not None:
+        if strategy == "metadata" and self.engine.config.llm_filters:
             from waypost.retrieval.metadata import MetadataRetriever
 
             return MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
