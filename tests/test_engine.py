@@ -134,3 +134,11 @@ def test_indexes_survive_reopen(engine: Engine, coll, minilm) -> None:  # type: 
         reopened.collection("kb").retrieve("gravity and oceans", "hybrid", k=1).hits[0].document_id == first == "tides"
     )
     reopened.close()
+
+
+def test_title_only_documents_are_searchable(engine: Engine) -> None:
+    coll = engine.collection("titles", create=True)
+    report = coll.add([Document("t1", "", "Coronavirus transmission in hospitals"), Document("t2", "  ", "")])
+    assert report.added == 1 and len(report.failures) == 1 and "neither text nor title" in report.failures[0].error
+    hit = coll.retrieve("coronavirus hospital transmission", "bm25", k=1).hits[0]
+    assert (hit.document_id, hit.chunk.start, hit.chunk.end, hit.chunk.text) == ("t1", 0, 0, "")

@@ -61,7 +61,7 @@ def test_csv_metadata_columns_are_typed(tmp_path: Path) -> None:
         ("bin.txt", b"\x00\x01\x02binary", "binary"),
         ("latin.txt", "caf\xe9".encode("latin-1"), "UTF-8"),
         ("blank.md", b"   \n\n", "no text"),
-        ("bad.jsonl", b"{not json}\n", "invalid JSON"),
+        ("nohead.csv", b"", "empty"),
     ],
 )
 def test_bad_files_fail_clearly(tmp_path: Path, name: str, content: bytes, reason: str) -> None:
@@ -90,3 +90,17 @@ def test_batch_goes_on_past_bad_files(tmp_path: Path) -> None:
 def test_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LoaderError, match="does not exist"):
         list(documents_from_paths([tmp_path / "nope"], []))
+
+
+def test_bad_records_do_not_hide_the_rest_of_the_file(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_text(
+        '{"_id": "x1", "text": "one"}\n{not json}\n{"_id": "x2", "title": "", "text": ""}\n[1]\n'
+        '{"_id": "x3", "text": "three"}\n{"_id": "x4", "title": "Title only", "text": ""}\n'
+    )
+    (tmp_path / "t.csv").write_text("id,text,year\n1,hello,2015\n2,short row\n3,bye,nan\n")
+    failures: list[LoadFailure] = []
+    docs = list(documents_from_paths([tmp_path], failures))
+    assert [d.id for d in docs] == ["x1", "x3", "x4", "1", "3"]
+    assert docs[-1].metadata == {"year": "nan"}  # non-finite numbers stay text
+    assert sorted(f.source.rsplit("/", 1)[-1] for f in failures) == ["c.jsonl:2", "c.jsonl:3", "c.jsonl:4", "t.csv:3"]
+    assert "invalid JSON" in failures[0].error and "cells" in failures[-1].error

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ ID_FIELDS = ("_id", "id", "doc_id", "document_id")
 class LoadFailure:
     source: str
     error: str
+
+
+Loaded = Document | LoadFailure
 
 
 def _read_text(path: Path, max_bytes: int) -> str:
@@ -46,8 +50,8 @@ def _read_text(path: Path, max_bytes: int) -> str:
 
 def _doc(doc_id: str, text: str, title: str, source: str, metadata: dict[str, Any] | None = None) -> Document:
     text = text.replace("\r\n", "\n")
-    if not text.strip():
-        raise LoaderError(f"document {doc_id!r} has no text")
+    if not text.strip() and not title.strip():
+        raise LoaderError(f"document {doc_id!r} has neither text nor title")
     return Document(id=doc_id, text=text, title=title, metadata=metadata or {}, source=source)
 
 
@@ -96,14 +100,20 @@ def load_pdf(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
     yield _doc(doc_id, text, str(info_title), str(path), {"format": "pdf", "pages": len(pages)})
 
 
-def _coerce(value: str) -> Any:
+def _coerce(value: Any) -> Any:
+    """CSV cells that look like finite numbers become numbers; everything else stays as it is."""
+    if not isinstance(value, str):
+        return value
     value = value.strip()
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return number if math.isfinite(number) else value
 
 
 def _record(row: dict[str, Any], fallback_id: str, source: str) -> Document:
@@ -120,29 +130,44 @@ def _record(row: dict[str, Any], fallback_id: str, source: str) -> Document:
     return _doc(doc_id, row[text_field], title, source, metadata)
 
 
-def load_jsonl(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+def load_jsonl(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
+    """One document per line; a bad line is reported on its own and the rest of the file still loads."""
     text = _read_text(path, max_bytes)
     for lineno, line in enumerate(io.StringIO(text), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
+            if not isinstance(row, dict):
+                raise LoaderError("expected a JSON object")
+            yield _record(row, f"{doc_id}:{lineno}", f"{path}:{lineno}")
         except json.JSONDecodeError as exc:
-            raise LoaderError(f"line {lineno}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise LoaderError(f"line {lineno}: expected a JSON object")
-        yield _record(row, f"{doc_id}:{lineno}", f"{path}:{lineno}")
+            yield LoadFailure(f"{path}:{lineno}", f"invalid JSON ({exc.msg})")
+        except LoaderError as exc:
+            yield LoadFailure(f"{path}:{lineno}", str(exc))
 
 
-def load_csv(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
+def load_csv(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
+    """One document per row; a bad row is reported on its own and the rest of the file still loads."""
     text = _read_text(path, max_bytes)
     reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        raise LoaderError("CSV file has no header row")
+    raw_fields = set(TEXT_FIELDS + TITLE_FIELDS + ID_FIELDS)
     for lineno, row in enumerate(reader, start=2):
-        clean = {k: _coerce(v) if k not in TEXT_FIELDS + TITLE_FIELDS + ID_FIELDS else v for k, v in row.items() if k}
-        yield _record(clean, f"{doc_id}:{lineno}", f"{path}:{lineno}")
+        if None in row or any(v is None for v in row.values()):
+            yield LoadFailure(
+                f"{path}:{lineno}", f"row has {len(row) - (None in row)} cells, the header has {len(reader.fieldnames)}"
+            )
+            continue
+        clean = {k: v if k in raw_fields else _coerce(v) for k, v in row.items() if k}
+        try:
+            yield _record(clean, f"{doc_id}:{lineno}", f"{path}:{lineno}")
+        except LoaderError as exc:
+            yield LoadFailure(f"{path}:{lineno}", str(exc))
 
 
-LOADERS: dict[str, Callable[[Path, str, int], Iterator[Document]]] = {
+LOADERS: dict[str, Callable[[Path, str, int], Iterator[Loaded]]] = {
     ".txt": load_txt,
     ".text": load_txt,
     ".md": load_markdown,
@@ -174,8 +199,11 @@ def discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def load_path(path: Path, root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Document]:
-    """Documents of one file. Raises ``LoaderError`` with a readable reason for a bad file."""
+def load_path(path: Path, root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Loaded]:
+    """Documents of one file, and a ``LoadFailure`` for each bad record of a multi-record file.
+
+    Raises ``LoaderError`` with a readable reason when the whole file is unusable.
+    """
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
         raise LoaderError(f"no loader for {path.suffix or 'files without an extension'}; known: {sorted(LOADERS)}")

@@ -14,7 +14,7 @@ from waypost.errors import LoaderError
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.loaders import LoadFailure, discover, load_path
 from waypost.store.sqlite import index_text
-from waypost.types import Document
+from waypost.types import Chunk, Document
 
 
 @dataclass
@@ -43,9 +43,18 @@ def documents_from_paths(paths: Iterable[str | Path], failures: list[LoadFailure
     """Documents of every file under ``paths``; a bad file is recorded in ``failures`` and skipped."""
     for path, root in discover([Path(p) for p in paths]):
         try:
-            yield from load_path(path, root)
+            for item in load_path(path, root):
+                if isinstance(item, LoadFailure):
+                    failures.append(item)
+                else:
+                    yield item
         except LoaderError as exc:
             failures.append(LoadFailure(str(path), str(exc)))
+
+
+def title_chunk(doc: Document) -> list[Chunk]:
+    """A title-only document (common in BEIR corpora) is one empty-span chunk indexed by its title."""
+    return [Chunk(doc.id, 0, "", 0, 0, 0)] if doc.title.strip() else []
 
 
 class Ingestor:
@@ -90,11 +99,13 @@ class Ingestor:
         report.unchanged += len(unique) - len(changed)
         if not changed:
             return
-        per_doc = [self.chunker.chunk(d.id, d.text) for d in changed]
+        per_doc = [self.chunker.chunk(d.id, d.text) or title_chunk(d) for d in changed]
         empty = {d.id for d, cs in zip(changed, per_doc, strict=True) if not cs}
         if empty:
             report.failures.extend(
-                LoadFailure(d.source or d.id, "document has no text") for d in changed if d.id in empty
+                LoadFailure(d.source or d.id, "document has neither text nor title; any stored version is kept")
+                for d in changed
+                if d.id in empty
             )
             per_doc = [cs for d, cs in zip(changed, per_doc, strict=True) if d.id not in empty]
             changed = [d for d in changed if d.id not in empty]
