@@ -142,3 +142,29 @@ def test_title_only_documents_are_searchable(engine: Engine) -> None:
     assert report.added == 1 and len(report.failures) == 1 and "neither text nor title" in report.failures[0].error
     hit = coll.retrieve("coronavirus hospital transmission", "bm25", k=1).hits[0]
     assert (hit.document_id, hit.chunk.start, hit.chunk.end, hit.chunk.text) == ("t1", 0, 0, "")
+
+
+def test_cached_indexes_never_serve_a_recreated_collection(engine: Engine, minilm) -> None:  # type: ignore[no-untyped-def]
+    engine.collection("fruit", create=True).add([Document("apple", "Apples grow on trees in orchards.", "Apples")])
+    assert engine.collection("fruit").retrieve("apples", "bm25").hits[0].document_id == "apple"
+    other = Engine(engine.path, EngineConfig())  # a second process would see the same store
+    other.register_embedder(minilm)
+    other.drop("fruit")
+    other.collection("fruit", create=True).add([Document("pear", "Pears ripen after they are picked.", "Pears")])
+    assert engine.store.generation("fruit") == 1  # the same generation number as before the drop
+    for eng in (engine, other):
+        assert [h.document_id for h in eng.collection("fruit").retrieve("pears", "bm25").hits] == ["pear"]
+        assert eng.collection("fruit").retrieve("apples", "bm25").hits == []
+    other.close()
+
+
+def test_a_corrupt_bm25_cache_is_rebuilt(engine: Engine, minilm) -> None:  # type: ignore[no-untyped-def]
+    engine.collection("kb2", create=True).add(DOCS)
+    engine.collection("kb2").retrieve("tides", "bm25")
+    [cached] = list((engine.path / "indexes" / "kb2").glob("bm25-*"))
+    for f in cached.rglob("*.npy"):
+        f.write_bytes(b"garbage")
+    fresh = Engine(engine.path, EngineConfig())
+    fresh.register_embedder(minilm)
+    assert fresh.collection("kb2").retrieve("moon gravity tides", "bm25").hits[0].document_id == "tides"
+    fresh.close()

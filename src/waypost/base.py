@@ -63,6 +63,7 @@ class ChunkSnapshot:
     """Every chunk of a collection at one generation, in row order: the input of derived indexes."""
 
     generation: int
+    version: str  # unique across drop/recreate; what derived-index caches are keyed by
     row_ids: npt.NDArray[np.int64]
     document_ids: list[str]
     index_texts: list[str]
@@ -86,6 +87,10 @@ class DocumentStore(Protocol):
 
     def generation(self, name: str) -> int:
         """A counter that moves on every committed change to the collection."""
+        ...
+
+    def version(self, name: str) -> str:
+        """The generation plus an id of this incarnation of the collection (it changes on drop/recreate)."""
         ...
 
     def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]: ...

@@ -63,6 +63,16 @@ class StoreConformance:
         store.delete("c", ["nope"])
         assert store.generation("c") == g2
 
+    def test_version_never_repeats_across_drop_and_recreate(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d1", "One.")])
+        before = store.version("c")
+        store.drop_collection("c")
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d2", "Two.")])
+        assert store.generation("c") == 1 and store.version("c") != before
+        assert store.snapshot("c").version == store.version("c")
+
     def test_replace_swaps_all_chunks(self, store: DocumentStore) -> None:
         store.create_collection("c", "m", DIM)
         store.write("c", [item("d1", LONG)])

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 class IndexSet:
     collection: str
     generation: int
+    version: str
     row_ids: npt.NDArray[np.int64]
     document_ids: list[str]
     dense: DenseIndex
@@ -52,9 +55,7 @@ class IndexSet:
         cls, collection: str, snap: ChunkSnapshot, approximate: bool = False, bm25_dir: Path | None = None
     ) -> IndexSet:
         t0 = time.perf_counter()
-        bm25: BM25Index | None = None
-        if bm25_dir is not None and (bm25_dir / "ready").exists():
-            bm25 = BM25Index.load(bm25_dir)
+        bm25 = _load_bm25(bm25_dir, len(snap.row_ids)) if bm25_dir is not None else None
         if bm25 is None:
             bm25 = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts)
             if bm25_dir is not None and snap.index_texts:
@@ -62,6 +63,7 @@ class IndexSet:
         return cls(
             collection=collection,
             generation=snap.generation,
+            version=snap.version,
             row_ids=snap.row_ids,
             document_ids=snap.document_ids,
             dense=DenseIndex(snap.embeddings, approximate=approximate),
@@ -72,14 +74,44 @@ class IndexSet:
         )
 
 
+def _load_bm25(path: Path, size: int) -> BM25Index | None:
+    """A cached BM25 index, or ``None`` (rebuild) if it is missing, unreadable or of another size."""
+    if not (path / "ready").exists():
+        return None
+    try:
+        bm25 = BM25Index.load(path)
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        return None
+    return bm25 if len(bm25) == size else None
+
+
 def _save_atomically(bm25: BM25Index, target: Path) -> None:
-    tmp = target.with_name(target.name + f".tmp{threading.get_ident()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    bm25.save(tmp)
-    (tmp / "ready").write_text(json.dumps({"saved_at": time.time()}))
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
+    """Write beside the target, then rename into place; a cache that cannot be written is just skipped."""
+    tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        tmp.mkdir(parents=True)
+        bm25.save(tmp)
+        (tmp / "ready").write_text(json.dumps({"saved_at": time.time()}))
+        os.rename(tmp, target)  # fails if another process got there first, which is fine
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_stale(base: Path, keep: Path, tmp_grace_s: float = 3600.0) -> None:
+    """Drop cached indexes of other versions; temp dirs only when old (another process may be writing)."""
+    if not base.exists():
+        return
+    for old in base.glob("bm25-*"):
+        if old == keep:
+            continue
+        try:
+            if ".tmp-" in old.name and time.time() - old.stat().st_mtime < tmp_grace_s:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(old, ignore_errors=True)
 
 
 class IndexCache:
@@ -93,23 +125,19 @@ class IndexCache:
         self._lock = threading.Lock()
 
     def get(self, collection: str) -> IndexSet:
-        generation = self.store.generation(collection)
         current = self._sets.get(collection)
-        if current is not None and current.generation == generation:
+        if current is not None and current.version == self.store.version(collection):
             return current
         with self._lock:
             current = self._sets.get(collection)
-            if current is not None and current.generation == self.store.generation(collection):
+            if current is not None and current.version == self.store.version(collection):
                 return current
             snap = self.store.snapshot(collection)
             bm25_dir = None
             if self.cache_dir is not None:
                 base = self.cache_dir / collection
-                bm25_dir = base / f"bm25-v2-g{snap.generation}"
-                if base.exists():
-                    for old in base.glob("bm25-*"):
-                        if old != bm25_dir:
-                            shutil.rmtree(old, ignore_errors=True)
+                bm25_dir = base / f"bm25-v3-{snap.version}"
+                _remove_stale(base, keep=bm25_dir)
             built = IndexSet.build(collection, snap, self.approximate, bm25_dir)
             self._sets[collection] = built
             return built

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -77,6 +78,10 @@ class SQLiteStore:
         self._lock = threading.RLock()
         with self._lock:
             self._conn.executescript(SCHEMA)
+            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(collections)")}
+            if "uid" not in columns:  # stores made before collections had a uid
+                self._conn.execute("ALTER TABLE collections ADD COLUMN uid TEXT")
+            self._conn.execute("UPDATE collections SET uid = lower(hex(randomblob(8))) WHERE uid IS NULL")
 
     # -- collections -------------------------------------------------------------------------
     def create_collection(self, name: str, embed_model: str, embed_dim: int) -> CollectionInfo:
@@ -84,8 +89,8 @@ class SQLiteStore:
             raise WaypostError(f"invalid collection name {name!r}")
         with self._lock:
             self._conn.execute(
-                "INSERT OR IGNORE INTO collections(name, embed_model, embed_dim, created_at) VALUES (?,?,?,?)",
-                (name, embed_model, embed_dim, time.time()),
+                "INSERT OR IGNORE INTO collections(name, embed_model, embed_dim, created_at, uid) VALUES (?,?,?,?,?)",
+                (name, embed_model, embed_dim, time.time(), uuid.uuid4().hex[:16]),
             )
         return self.collection(name)
 
@@ -118,6 +123,14 @@ class SQLiteStore:
         if row is None:
             raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
         return int(row[0])
+
+    def version(self, name: str) -> str:
+        """Unique per collection incarnation and generation: a dropped and recreated collection never repeats one."""
+        with self._lock:
+            row = self._conn.execute("SELECT uid, generation FROM collections WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
+        return f"{row[0]}-g{row[1]}"
 
     # -- writes ------------------------------------------------------------------------------
     def _transaction(self, immediate: bool = True) -> _Transaction:
@@ -249,6 +262,7 @@ class SQLiteStore:
         info = self.collection(collection)
         with self._lock, self._transaction(immediate=False):
             generation = self.generation(collection)
+            version = self.version(collection)
             rows = self._conn.execute(
                 "SELECT c.row_id, c.document_id, c.text, c.section, c.embedding, d.title, d.metadata"
                 " FROM chunks c JOIN documents d ON d.collection = c.collection AND d.id = c.document_id"
@@ -271,6 +285,7 @@ class SQLiteStore:
             metadata.append(meta_cache[r[1]])
         return ChunkSnapshot(
             generation=generation,
+            version=version,
             row_ids=row_ids,
             document_ids=[r[1] for r in rows],
             index_texts=[index_text(r[5], json.loads(r[3]), r[2]) for r in rows],
@@ -298,6 +313,17 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
-            self._conn.execute("COMMIT")
-        else:
-            self._conn.execute("ROLLBACK")
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except sqlite3.Error:
+                self._rollback()  # never leave the connection inside a failed transaction
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite already rolled back; the original error is the one that matters
