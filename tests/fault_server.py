@@ -69,6 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif behaviour == "slow":
                 time.sleep(2.0)
                 self._send(200, b"{}")
+            elif behaviour == "stall-stream":
+                self._stream(srv.reply, stall=2.0)
             elif body.get("stream"):
                 self._stream(srv.reply)
             else:
@@ -82,11 +84,14 @@ class _Handler(BaseHTTPRequestHandler):
             with srv._lock:
                 srv.active -= 1
 
-    def _stream(self, text: str) -> None:
+    def _stream(self, text: str, stall: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        for word in text.split(" "):
+        for i, word in enumerate(text.split(" ")):
+            if stall and i == 1:
+                time.sleep(stall)  # the first token arrives, then the server goes silent
+                return
             event = {"choices": [{"delta": {"content": word + " "}, "finish_reason": None}]}
             self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()

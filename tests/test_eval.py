@@ -18,7 +18,7 @@ def test_metrics_by_hand() -> None:
     assert recall_at(ranked, gold, 4) == 1.0
     assert precision_at(ranked, gold, 2) == 0.5
     assert reciprocal_rank(ranked, gold) == 0.5
-    dcg = 1 / 1.584962500721156 + 1 / 2.321928094887362
+    dcg = 1 / 1.584962500721156 + 1 / 2.321928094887362  # binary: linear and exponential gains agree
     assert ndcg_at(ranked, gold, 10) == pytest.approx(dcg / (1 + 1 / 1.584962500721156))
     assert ndcg_at(["a", "b"], gold, 10) == 1.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
@@ -115,3 +115,11 @@ def test_not_a_beir_dir(tmp_path: Path) -> None:
 
     with pytest.raises(WaypostError, match="not a BEIR-layout"):
         load_beir(tmp_path)
+
+
+def test_graded_ndcg_uses_linear_gain_like_trec_eval() -> None:
+    gold = {"a": 2, "b": 1}
+    # DCG = 1/log2(2) + 2/log2(3); IDCG = 2/log2(2) + 1/log2(3)
+    expected = (1 + 2 / 1.584962500721156) / (2 + 1 / 1.584962500721156)
+    assert ndcg_at(["b", "a"], gold, 10) == pytest.approx(expected)
+    assert reciprocal_rank(["x"] * 15 + ["b"], gold) == pytest.approx(1 / 16)  # not cut at 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -222,3 +223,36 @@ def test_web_search_needs_a_provider(kb) -> None:  # type: ignore[no-untyped-def
         assert hits[0].document_id == "https://example.org/a" and hits[0].chunk.text == "about tides"
     finally:
         web._PROVIDERS.clear()
+
+
+def test_a_stream_that_stalls_mid_answer_falls_back(server: FaultServer, kb) -> None:  # type: ignore[no-untyped-def]
+    server.script = ["stall-stream"]
+    server.reply = "Bread rises [1] because of yeast"
+    client = llm(server, timeout=0.5, retries=0)
+    with pytest.raises(LLMError, match="broke off its stream"):
+        list(client.stream(ASK).tokens)
+    service = AnswerService(lambda q, s, k: kb.retrieve(q, s, k), client)
+    streamed = service.stream("Why does bread rise?")
+    text = "".join(streamed.tokens)
+    assert text.startswith("Bread ") and "yeast ferments" in text  # first token, then the extractive answer
+    assert streamed.answer is not None and streamed.answer.mode == "extractive"
+    assert "broke off" in streamed.answer.metadata.fallbacks[0]
+
+
+def test_refusal_detection_is_not_fooled_by_ordinary_sentences(server: FaultServer, kb) -> None:  # type: ignore[no-untyped-def]
+    from waypost.answer.generative import is_refusal
+
+    assert is_refusal("I cannot answer this from the documents.")
+    assert not is_refusal("Prokaryotic cells do not contain a nucleus [1].")
+    server.reply = "Yeast makes the dough rise."  # no citation at all
+    answer = AnswerService(lambda q, s, k: kb.retrieve(q, s, k), llm(server)).answer("Why does bread rise?")
+    assert answer.mode == "llm" and not answer.supported and "cited no passage" in answer.metadata.fallbacks[0]
+
+
+def test_retry_after_accepts_seconds_and_dates() -> None:
+    from email.utils import formatdate
+
+    from waypost.llm.openai_compat import _retry_after
+
+    assert _retry_after("3") == 3.0 and _retry_after(None) == 0.0 and _retry_after("soon") == 0.0
+    assert 5 < _retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10

@@ -55,5 +55,8 @@ def parse_citations(text: str, hits: list[Hit]) -> tuple[str, list[Citation]]:
 
 
 def is_refusal(text: str) -> bool:
-    lowered = text.lower()
-    return "cannot answer" in lowered or "can't answer" in lowered or "do not contain" in lowered
+    """The reply opens with the refusal sentence the prompt asks for (not merely mentions "cannot")."""
+    words = " ".join(re.findall(r"[a-z']+", text.lower()))
+    return words.startswith(" ".join(re.findall(r"[a-z']+", CANNOT.lower()))) or words.startswith(
+        "i can't answer this from the documents"
+    )

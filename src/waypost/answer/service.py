@@ -51,7 +51,9 @@ class AnswerService:
         if is_refusal(text) or not text.strip():
             return Answer(question, NOT_SUPPORTED, [], "llm", False, meta, result.hits)
         clean, citations = parse_citations(text, result.hits)
-        return Answer(question, clean, citations, "llm", True, meta, result.hits)
+        if not citations:
+            meta.fallbacks.append("answer: the LLM cited no passage, so the answer is marked unsupported")
+        return Answer(question, clean, citations, "llm", bool(citations), meta, result.hits)
 
     def answer(self, question: str, strategy: str = "hybrid", k: int = 5) -> Answer:
         result, meta = self._retrieve(question, strategy, k)

@@ -6,9 +6,10 @@ import math
 
 
 def ndcg_at(ranked: list[str], gold: dict[str, int], k: int) -> float:
-    dcg = sum((2 ** gold.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    """trec_eval's ndcg_cut: the gain is the relevance grade itself (linear), as BEIR reports it."""
+    dcg = sum(max(gold.get(d, 0), 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted((g for g in gold.values() if g > 0), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
 
 
@@ -22,6 +23,7 @@ def precision_at(ranked: list[str], gold: dict[str, int], k: int) -> float:
 
 
 def reciprocal_rank(ranked: list[str], gold: dict[str, int]) -> float:
+    """1/rank of the first relevant document anywhere in the ranking (trec_eval's recip_rank)."""
     for i, d in enumerate(ranked, start=1):
         if gold.get(d, 0) > 0:
             return 1.0 / i

