@@ -168,3 +168,16 @@ def test_a_corrupt_bm25_cache_is_rebuilt(engine: Engine, minilm) -> None:  # typ
     fresh.register_embedder(minilm)
     assert fresh.collection("kb2").retrieve("moon gravity tides", "bm25").hits[0].document_id == "tides"
     fresh.close()
+
+
+def test_bad_arguments_are_clear_errors(engine: Engine) -> None:
+    from waypost.ingest.chunker import Chunker
+
+    with pytest.raises(WaypostError, match="at least 16"):
+        Chunker(8)
+    coll = engine.collection("stop", create=True)
+    coll.add([Document("s1", "The of and a an the.")])  # not one indexable word for BM25
+    assert coll.retrieve("the", "bm25").hits == []
+    assert [h.document_id for h in coll.retrieve("the", "hybrid").hits] == ["s1"]
+    with pytest.raises(WaypostError, match="k must be at least 1"):
+        coll.retrieve("x", "hybrid", k=0)

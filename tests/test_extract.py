@@ -79,7 +79,11 @@ def extractor() -> FilterExtractor:
 
 def extract(extractor: FilterExtractor, query: str) -> tuple[set[tuple[str, str, object]], str]:
     result = extractor.extract(query)
-    return {(c.field, c.op.value, c.value) for c in result.conditions}, result.semantic_query
+
+    def value(v: object) -> object:
+        return tuple(sorted(v)) if isinstance(v, list) else v  # type: ignore[arg-type]
+
+    return {(c.field, c.op.value, value(c.value)) for c in result.conditions}, result.semantic_query
 
 
 def test_issue_example(extractor: FilterExtractor) -> None:
@@ -166,3 +170,12 @@ def test_extracted_filter_selects_the_right_rows(extractor: FilterExtractor) -> 
     assert result.filter is not None
     assert extractor.index.mask(result.filter).nonzero()[0].tolist() == [0]
     assert Condition("countries", Op.EQ, "India") in result.conditions
+
+
+def test_alternative_codes_become_in(extractor: FilterExtractor) -> None:
+    conds, _ = extract(extractor, "movies rated R or PG-13")
+    assert ("rating", "in", ("PG-13", "R")) in {
+        (f, o, tuple(sorted(v)) if isinstance(v, list) else v) for f, o, v in conds
+    }
+    conds, _ = extract(extractor, "R&D documentaries")
+    assert not any(f == "rating" for f, _, _ in conds)

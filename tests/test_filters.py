@@ -56,7 +56,7 @@ def test_unknown_field_and_wrong_type_are_clear() -> None:
         index.mask(Condition("colour", Op.EQ, "red"))
     with pytest.raises(FilterError, match="numeric"):
         index.mask(Condition("type", Op.GT, 3))
-    with pytest.raises(FilterError, match="needs a number"):
+    with pytest.raises(FilterError, match="needs a finite number"):
         Condition("year", Op.GT, "2010")
     with pytest.raises(FilterError, match="list"):
         Condition("year", Op.IN, 2010)
@@ -85,3 +85,25 @@ def test_parse_json_forms() -> None:
         parse_filter_json('{"year": {"$near": 3}}')
     with pytest.raises(FilterError):
         parse_filter_json("[1, 2]")
+
+
+def test_mixed_types_nan_and_bad_values() -> None:
+    index = MetadataIndex.build([{"year": 2016}, {"year": "2016"}, {"year": float("nan")}, {"year": 2020}])
+    assert index.mask(Condition("year", Op.EQ, 2016)).nonzero()[0].tolist() == [0, 1]
+    assert index.mask(Condition("year", Op.EQ, "2016")).nonzero()[0].tolist() == [0, 1]
+    assert index.mask(Condition("year", Op.GT, 2017)).nonzero()[0].tolist() == [3]  # NaN is not > anything
+    assert index.stats["year"].kind == "mixed"
+    for bad in (
+        lambda: Condition("year", Op.GT, float("nan")),
+        lambda: Condition("year", Op.EQ, [1, 2]),
+        lambda: Condition("year", Op.IN, [[1]]),
+        lambda: Condition("year", Op.IN, []),
+        lambda: parse_filter_json('{"year": {}}'),
+    ):
+        with pytest.raises(FilterError):
+            bad()
+
+
+def test_in_clause_respects_quotes() -> None:
+    assert parse_filter(["tags in a,'b,c'"]) == Condition("tags", Op.IN, ["a", "b,c"])
+    assert parse_filter(['tags in "x, y",z']) == Condition("tags", Op.IN, ["x, y", "z"])

@@ -11,7 +11,7 @@ from waypost.answer.model import Answer, AnswerStream
 from waypost.answer.service import AnswerService
 from waypost.base import CollectionInfo, Embedder
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
-from waypost.errors import CollectionNotFoundError, ModelMismatchError
+from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Filter
 from waypost.index.set import IndexCache
@@ -208,9 +208,9 @@ class Collection:
         fusion: FusionConfig | None = None,
     ) -> RetrievalResult:
         if not query.strip():
-            from waypost.errors import WaypostError
-
             raise WaypostError("the query is empty")
+        if k < 1:
+            raise WaypostError(f"k must be at least 1, got {k}")
         ctx = self.context()
         fusion = fusion or self.engine.config.fusion
         if strategy == "metadata" and self.engine.config.llm_filters:

@@ -144,7 +144,7 @@ class FilterExtractor:
             for value, count in counts.items():
                 if _is_code(value):
                     flags = 0 if len(value) <= 2 else re.IGNORECASE
-                    self.codes.append((name, value, re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])", flags)))
+                    self.codes.append((name, value, re.compile(rf"(?<![\w&-]){re.escape(value)}(?![\w&-])", flags)))
                     continue
                 stems = [t.norm for t in tokenize(value, self.synonyms) if t.norm not in _stop()]
                 kinds = frozenset(s for s in stems if s in kind_words)
@@ -190,13 +190,16 @@ class FilterExtractor:
         conds: list[Condition] = []
         matches: list[str] = []
         self._numeric(query, used, conds, matches)
+        codes: dict[str, list[str]] = {}
         for name, value, pattern in self.codes:
             for m in pattern.finditer(query):
                 if not used[m.start() : m.end()].any():
                     used[m.start() : m.end()] = True
-                    conds.append(Condition(name, Op.EQ, value))
+                    codes.setdefault(name, []).append(value)
                     matches.append(f"{m.group(0)!r} -> {name} = {value!r}")
                     break
+        for name, values in codes.items():  # "rated R or PG-13": alternatives of one field
+            conds.append(Condition(name, Op.EQ, values[0]) if len(values) == 1 else Condition(name, Op.IN, values))
         self._words(query, used, conds, matches)
         fields_done = {c.field for c in conds}
         for c in list(conds):

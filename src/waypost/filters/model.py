@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,10 +33,20 @@ class Condition:
     value: Any
 
     def __post_init__(self) -> None:
-        if self.op is Op.IN and not isinstance(self.value, (list, tuple)):
-            raise FilterError(f"IN on {self.field!r} needs a list of values, got {self.value!r}")
-        if self.op in (Op.GT, Op.GTE, Op.LT, Op.LTE) and not _is_number(self.value):
-            raise FilterError(f"{self.op.name} on {self.field!r} needs a number, got {self.value!r}")
+        if not isinstance(self.field, str) or not self.field:
+            raise FilterError(f"a filter needs a field name, got {self.field!r}")
+        if self.op is Op.IN:
+            if not isinstance(self.value, (list, tuple)) or not self.value:
+                raise FilterError(f"IN on {self.field!r} needs a non-empty list of values, got {self.value!r}")
+            if not all(_is_scalar(v) for v in self.value):
+                raise FilterError(
+                    f"IN on {self.field!r} takes plain values (text, numbers, true/false): {self.value!r}"
+                )
+        elif self.op is Op.EQ:
+            if not _is_scalar(self.value):
+                raise FilterError(f"EQ on {self.field!r} takes one plain value, got {self.value!r}; use IN for lists")
+        elif not _is_number(self.value):
+            raise FilterError(f"{self.op.name} on {self.field!r} needs a finite number, got {self.value!r}")
 
     def __str__(self) -> str:
         return f"{self.field} {self.op.symbol} {self.value!r}"
@@ -60,7 +72,11 @@ Filter = Condition | And | Or
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, bool)) or _is_number(value)
 
 
 def conditions(flt: Filter) -> list[Condition]:
@@ -105,7 +121,11 @@ def parse_filter(clauses: list[str]) -> Filter | None:
         if sym == "!=":
             raise FilterError("'!=' is not supported; filters are EQ, IN, GT, GTE, LT, LTE")
         op = _OPS[sym]
-        value: Any = [_scalar(v) for v in raw.split(",")] if op is Op.IN else _scalar(raw)
+        if op is Op.IN:
+            quote = "'" if "'" in raw and '"' not in raw else '"'
+            value: Any = [_scalar(v) for v in next(csv.reader([raw], skipinitialspace=True, quotechar=quote))]
+        else:
+            value = _scalar(raw)
         parsed.append(Condition(fld, op, value))
     return all_of(parsed)
 
@@ -133,6 +153,8 @@ def from_obj(obj: Any) -> Filter:
         return Condition(str(obj["field"]), op, obj["value"])
     parts_list: list[Filter] = []
     for fld, spec in obj.items():
+        if isinstance(spec, dict) and not spec:
+            raise FilterError(f'{fld!r}: an operator object needs at least one operator, such as {{"gte": 3}}')
         if isinstance(spec, dict):
             for op_name, value in spec.items():
                 try:

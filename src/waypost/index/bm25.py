@@ -28,6 +28,8 @@ def _build(texts: list[str], k1: float, b: float) -> Any:
 
     retriever = bm25s.BM25(k1=k1, b=b)
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+    if not any(len(ids) for ids in tokens.ids):
+        return None  # not one indexable word (all stopwords): nothing for BM25 to match
     retriever.index(tokens, show_progress=False)
     return retriever
 
@@ -74,6 +76,8 @@ class BM25Index:
         return cls(_build(texts, k1, b), documents, chunk_doc, doc_weight)
 
     def save(self, path: Path) -> None:
+        if self._chunks is None:
+            raise OSError("an empty BM25 index is not cached")
         self._chunks.save(str(path / "chunks"), show_progress=False)
         if self._documents is not None:
             self._documents.save(str(path / "documents"), show_progress=False)
@@ -109,8 +113,9 @@ class BM25Index:
         if not tokens:
             return np.zeros(len(self), dtype=np.float32)
         scores = np.asarray(self._chunks.get_scores(tokens), dtype=np.float32)
-        if self._documents is not None:
-            doc_scores = np.asarray(self._documents.get_scores(self._tokens(self._documents, query)), dtype=np.float32)
+        doc_tokens = self._tokens(self._documents, query) if self._documents is not None else []
+        if doc_tokens:
+            doc_scores = np.asarray(self._documents.get_scores(doc_tokens), dtype=np.float32)
             scores = scores + np.float32(self.doc_weight) * doc_scores[self._chunk_doc]
         return scores
 

@@ -5,6 +5,7 @@ A filter evaluates to a boolean mask over chunk positions; retrieval then search
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,20 @@ def _key(value: Any) -> Any:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _as_number(value: Any) -> float | None:
+    """A finite number, also from a numeric-looking string; ``None`` otherwise."""
+    if _is_number(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
 
 
 @dataclass
@@ -40,7 +54,7 @@ class NumericColumn:
 
 @dataclass
 class FieldStats:
-    kind: str  # "string" or "number"
+    kind: str  # "string", "number" or "mixed"
     is_list: bool = False
     documents: int = 0
 
@@ -77,6 +91,8 @@ class MetadataIndex:
                         continue
                     st = stats.setdefault(name, FieldStats(kind))
                     st.is_list = st.is_list or isinstance(value, list)
+                    if st.kind != kind:
+                        st.kind = "mixed"  # numbers in some documents, text in others
         index = cls(size=len(metadata), display=dict(display), stats=stats)
         for name, table in inverted.items():
             index.inverted[name] = {k: np.unique(np.asarray(v, dtype=np.int64)) for k, v in table.items()}
@@ -132,16 +148,17 @@ class MetadataIndex:
         out = np.zeros(self.size, dtype=np.bool_)
         values = cond.value if cond.op is Op.IN else [cond.value]
         if cond.op in (Op.EQ, Op.IN):
+            # A field may hold 2016 in one document and "2016" in another: look in both indexes.
             for v in values:
-                if _is_number(v) and cond.field in self.numeric:
+                number = _as_number(v)
+                if number is not None and cond.field in self.numeric:
                     exact = self.numeric[cond.field]
-                    lo = np.searchsorted(exact.values, v, "left")
-                    hi = np.searchsorted(exact.values, v, "right")
+                    lo = np.searchsorted(exact.values, number, "left")
+                    hi = np.searchsorted(exact.values, number, "right")
                     out[exact.positions[lo:hi]] = True
-                else:
-                    out[self.positions(cond.field, v)] = True
-                    if _is_number(v):
-                        out[self.positions(cond.field, str(v))] = True
+                out[self.positions(cond.field, v)] = True
+                if _is_number(v):
+                    out[self.positions(cond.field, f"{v:g}")] = True
             return out
         col = self.numeric.get(cond.field)
         if col is None:

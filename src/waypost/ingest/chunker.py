@@ -6,6 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from waypost.errors import WaypostError
 from waypost.types import Chunk
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
@@ -119,7 +120,7 @@ class Chunker:
 
     def __init__(self, max_tokens: int = 200) -> None:
         if max_tokens < 16:
-            raise ValueError("max_tokens must be at least 16")
+            raise WaypostError(f"the chunk token budget must be at least 16, got {max_tokens}")
         self.max_tokens = max_tokens
 
     def chunk(self, document_id: str, text: str) -> list[Chunk]:
