@@ -130,6 +130,9 @@ def query(
     alpha: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")
     ] = FusionConfig.alpha,
+    references: Annotated[
+        float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")
+    ] = FusionConfig.reference_weight,
     explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
     model: ModelOpt = None,
     llm: LlmOpt = "none",
@@ -138,7 +141,10 @@ def query(
 ) -> None:
     """Retrieve the best chunks for a query."""
     config = EngineConfig(
-        embed_model=model, fusion=FusionConfig(method=fusion, alpha=alpha), llm=llm, llm_filters=llm_filters
+        embed_model=model,
+        fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
+        llm=llm,
+        llm_filters=llm_filters,
     )
     with Engine(store, config) as engine:
         result = engine.collection(collection).retrieve(text, strategy, k=k, filters=_filters(where, where_json))
@@ -296,6 +302,9 @@ def eval_(
     alpha: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")
     ] = FusionConfig.alpha,
+    references: Annotated[
+        float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")
+    ] = FusionConfig.reference_weight,
     model: ModelOpt = None,
     chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk.")] = 200,
     split: Annotated[str, typer.Option(help="qrels split to evaluate.")] = "test",
@@ -315,7 +324,7 @@ def eval_(
     config = EngineConfig(
         embed_model=model,
         chunk_tokens=chunk_tokens,
-        fusion=FusionConfig(method=fusion, alpha=alpha),
+        fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
         llm=llm,
         llm_filters=llm_filters,
     )
