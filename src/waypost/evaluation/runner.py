@@ -143,7 +143,7 @@ def answer_metrics(collection: Collection, queries: list[Query], strategy: str, 
     """answer_recall: share of questions whose gold answer is in the answer or in a cited passage."""
     found: list[bool] = []
     latencies: list[float] = []
-    calls = prompt = completion = 0
+    calls = cache_hits = prompt = completion = 0
     cost = 0.0
     fallbacks = 0
     for q in queries:
@@ -165,6 +165,7 @@ def answer_metrics(collection: Collection, queries: list[Query], strategy: str, 
         found.append(f" {_normal(gold)} " in haystack)
         meta = ans.metadata
         calls += meta.llm_calls
+        cache_hits += meta.llm_cache_hits
         prompt += meta.prompt_tokens
         completion += meta.completion_tokens
         cost += meta.cost_usd
@@ -176,6 +177,7 @@ def answer_metrics(collection: Collection, queries: list[Query], strategy: str, 
         "answer_latency_p50_ms": round(percentile(latencies, 0.5), 2),
         "answer_latency_p95_ms": round(percentile(latencies, 0.95), 2),
         "answer_llm_calls": calls,
+        "answer_llm_cache_hits": cache_hits,
         "answer_prompt_tokens": prompt,
         "answer_completion_tokens": completion,
         "answer_cost_usd": round(cost, 6),
