@@ -14,6 +14,7 @@ from waypost.evaluation.beir import BeirDataset, Query, load_beir
 from waypost.evaluation.metrics import ndcg_at, percentile, precision_at, recall_at, reciprocal_rank
 from waypost.filters.model import Condition, Op
 from waypost.index.metadata import MetadataIndex
+from waypost.progress import track
 
 COLLECTION = "corpus"
 
@@ -92,7 +93,7 @@ def run_eval(
         wants_filters = strategy == "metadata" and any("constraints" in q.metadata for q in queries)
         extractor = collection.query_filter_extractor() if wants_filters else None
         failures: list[dict[str, Any]] = []
-        for q in queries:
+        for q in track(queries, show_progress, f"{strategy} queries"):
             t0 = time.perf_counter()
             ranked = ranked_documents(collection, q.text, strategy, depth)
             latencies.append((time.perf_counter() - t0) * 1000.0)
@@ -126,7 +127,7 @@ def run_eval(
         metrics["latency_p95_ms"] = round(percentile(latencies, 0.95), 2)
         metrics["queries"] = len(queries)
         if answer:
-            metrics.update(answer_metrics(collection, queries, strategy))
+            metrics.update(answer_metrics(collection, queries, strategy, show_progress=show_progress))
         if filter_hits:
             metrics["filter_accuracy"] = round(sum(filter_hits) / len(filter_hits), 4)
         return EvalReport(dataset.name, strategy, metrics, ingest, failures)
@@ -139,14 +140,16 @@ def _normal(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def answer_metrics(collection: Collection, queries: list[Query], strategy: str, k: int = 5) -> dict[str, float]:
+def answer_metrics(
+    collection: Collection, queries: list[Query], strategy: str, k: int = 5, show_progress: bool = False
+) -> dict[str, float]:
     """answer_recall: share of questions whose gold answer is in the answer or in a cited passage."""
     found: list[bool] = []
     latencies: list[float] = []
     calls = cache_hits = prompt = completion = 0
     cost = 0.0
     fallbacks = 0
-    for q in queries:
+    for q in track(queries, show_progress, "answers"):
         gold = q.metadata.get("answer")
         if not isinstance(gold, str) or not gold.strip():
             continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from waypost.base import DocumentStore, Embedder, IngestItem
 from waypost.errors import LoaderError
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.loaders import LoadFailure, discover, load_path
+from waypost.progress import progress
 from waypost.store.sqlite import index_text
 from waypost.types import Chunk, Document
 
@@ -74,8 +74,7 @@ class Ingestor:
     ) -> IngestReport:
         report = report or IngestReport()
         started = time.perf_counter()
-        progress = _progress(show_progress)
-        with progress as bar:
+        with progress(show_progress) as bar:
             task = bar.add_task("ingesting", total=total) if bar is not None else None
             batch: list[Document] = []
             for doc in documents:
@@ -122,13 +121,3 @@ class Ingestor:
         report.added += sum(1 for d in changed if d.id not in known)
         report.updated += sum(1 for d in changed if d.id in known)
         report.chunks += offset
-
-
-def _progress(show: bool) -> Any:
-    if not show:
-        return nullcontext(None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=False
-    )
