@@ -355,9 +355,15 @@ def demo(
     with _engine(store) as engine:
         report = engine.collection(DEFAULT_COLLECTION, create=True).add_paths([samples], show_progress=True)
         console.print(f"sample corpus: added {report.added}, unchanged {report.unchanged}, {report.chunks} new chunks")
-        result = engine.collection(DEFAULT_COLLECTION).retrieve(query_text, "hybrid", k=3)
+        coll = engine.collection(DEFAULT_COLLECTION)
+        result = coll.retrieve(query_text, "hybrid", k=3)
+        answer = coll.answer(query_text, "hybrid", k=3)
     console.print(f"[bold]query[/] {query_text}")
     _print_result(result, explain=True)
+    console.print(f"\n[bold]answer[/] ({answer.mode}, no LLM configured)")
+    console.print(answer.text, markup=False, highlight=False)
+    for c in answer.citations:
+        console.print(f"  [bold][{c.number}][/] {c.document_id}, chars {c.start}-{c.end}")
 
 
 def main() -> None:
