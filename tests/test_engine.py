@@ -181,3 +181,18 @@ def test_bad_arguments_are_clear_errors(engine: Engine) -> None:
     assert [h.document_id for h in coll.retrieve("the", "hybrid").hits] == ["s1"]
     with pytest.raises(WaypostError, match="k must be at least 1"):
         coll.retrieve("x", "hybrid", k=0)
+
+
+def test_a_new_chunk_budget_rechunks_on_readd(engine: Engine, minilm) -> None:  # type: ignore[no-untyped-def]
+    long = Document("long", " ".join(f"Sentence {i} is about topic {i}." for i in range(60)), "Long")
+    coll = engine.collection("chunks", create=True)  # the fixture engine chunks at 64 tokens
+    coll.add([long])
+    before = engine.store.snapshot("chunks").document_ids.count("long")
+    again = Engine(engine.path, EngineConfig(chunk_tokens=200))
+    again.register_embedder(minilm)
+    report = again.collection("chunks").add([long])
+    assert report.updated == 1
+    after = again.store.snapshot("chunks").document_ids.count("long")
+    assert before > after >= 1
+    assert again.collection("chunks").add([long]).unchanged == 1
+    again.close()

@@ -56,6 +56,11 @@ class IngestItem:
     document: Document
     chunks: list[Chunk]
     embeddings: FloatMatrix
+    fingerprint: str = ""  # what re-ingest compares: content hash plus chunking settings; default the hash
+
+    @property
+    def stored_hash(self) -> str:
+        return self.fingerprint or self.document.hash
 
 
 @dataclass(frozen=True)

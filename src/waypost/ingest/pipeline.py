@@ -91,10 +91,14 @@ class Ingestor:
         report.seconds += time.perf_counter() - started
         return report
 
+    def fingerprint(self, doc: Document) -> str:
+        """Content hash plus chunking settings: re-adding with another chunk budget re-chunks the document."""
+        return f"{doc.hash}:chunk{self.chunker.max_tokens}"
+
     def _flush(self, collection: str, batch: list[Document], report: IngestReport) -> None:
         unique = list({d.id: d for d in batch}.values())
         known = self.store.document_hashes(collection, [d.id for d in unique])
-        changed = [d for d in unique if known.get(d.id) != d.hash]
+        changed = [d for d in unique if known.get(d.id) != self.fingerprint(d)]
         report.unchanged += len(unique) - len(changed)
         if not changed:
             return
@@ -115,7 +119,7 @@ class Ingestor:
         items: list[IngestItem] = []
         offset = 0
         for doc, chunks in zip(changed, per_doc, strict=True):
-            items.append(IngestItem(doc, chunks, vectors[offset : offset + len(chunks)]))
+            items.append(IngestItem(doc, chunks, vectors[offset : offset + len(chunks)], self.fingerprint(doc)))
             offset += len(chunks)
         self.store.write(collection, items)
         report.added += sum(1 for d in changed if d.id not in known)

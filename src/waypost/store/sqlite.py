@@ -172,7 +172,7 @@ class SQLiteStore:
                         doc.text,
                         json.dumps(doc.metadata, ensure_ascii=False),
                         doc.source,
-                        doc.hash,
+                        item.stored_hash,
                         now,
                     ),
                 )
