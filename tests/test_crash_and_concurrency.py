@@ -111,10 +111,10 @@ def test_readers_keep_working_while_a_writer_ingests(tmp_path: Path, minilm) -> 
         deadline = time.time() + 240
         while proc.poll() is None and time.time() < deadline:
             coll = reader.collection("c")
+            docs = coll.info.documents  # counted first: retrieval then sees at least these documents
             t0 = time.perf_counter()
             result = coll.retrieve("subject 77 in some detail", "hybrid", k=3)
             assert time.perf_counter() - t0 < 10, "a reader was blocked by the writer"
-            docs = coll.info.documents
             if docs:
                 assert result.hits, "documents are visible but retrieval found nothing"
             seen.append(docs)

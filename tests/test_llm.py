@@ -80,7 +80,7 @@ def test_unreachable_server() -> None:
 
 
 def test_concurrency_is_bounded(server: FaultServer) -> None:
-    server.delay = 0.2
+    server.delay = 0.6  # long enough that all six threads are waiting while two are served
     client = llm(server, max_concurrency=2)
     threads = [threading.Thread(target=client.complete, args=(ASK,)) for _ in range(6)]
     for t in threads:
@@ -162,10 +162,11 @@ def kb(engine: Engine):  # type: ignore[no-untyped-def]
 def test_llm_answer_maps_citations_to_spans(server: FaultServer, kb) -> None:  # type: ignore[no-untyped-def]
     hits = kb.retrieve("capital of Japan", "hybrid", k=3).hits
     tokyo = next(i for i, h in enumerate(hits, 1) if h.document_id == "tokyo")
-    server.reply = f"The capital of Japan is Tokyo [{tokyo}] [9]."
+    server.reply = f"The capital of Japan is Tokyo [{tokyo}] [5] (founded before [1600])."
     service = AnswerService(lambda q, s, k: kb.retrieve(q, s, k), llm(server))
     answer = service.answer("What is the capital of Japan?", k=3)
-    assert answer.mode == "llm" and answer.supported and answer.text == "The capital of Japan is Tokyo [1] ."
+    assert answer.mode == "llm" and answer.supported
+    assert answer.text == "The capital of Japan is Tokyo [1] (founded before [1600])."
     [citation] = answer.citations
     doc = kb.get(citation.document_id)
     assert citation.document_id == "tokyo" and doc.text[citation.start : citation.end] == citation.text

@@ -35,10 +35,13 @@ class ScoredSentence:
 
 
 class ExtractiveAnswerer:
-    def __init__(self, max_sentences: int = 3, max_per_passage: int = 2, min_relative: float = 0.5) -> None:
+    def __init__(
+        self, max_sentences: int = 3, max_per_passage: int = 2, min_relative: float = 0.5, min_coverage: float = 0.5
+    ) -> None:
         self.max_sentences = max_sentences
         self.max_per_passage = max_per_passage
         self.min_relative = min_relative
+        self.min_coverage = min_coverage
 
     def score(self, question: str, hits: list[Hit]) -> list[ScoredSentence]:
         wanted = _stems(question)
@@ -55,9 +58,16 @@ class ExtractiveAnswerer:
                 scored.append(ScoredSentence(rank, hit, start, start + len(sentence), sentence, score))
         return sorted(scored, key=lambda s: -s.score)
 
+    def supports(self, question: str, hits: list[Hit]) -> bool:
+        """The passages of the best sentences, together, must cover more than half of the question's
+        content words (a multi-hop answer spreads them over several passages)."""
+        wanted = _stems(question)
+        covered = wanted & _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits))
+        return len(covered) > self.min_coverage * len(wanted)
+
     def answer(self, question: str, hits: list[Hit]) -> tuple[str, list[Citation], bool]:
         ranked = self.score(question, hits)
-        if not ranked:
+        if not ranked or not self.supports(question, [s.hit for s in ranked[: self.max_sentences]]):
             return NOT_SUPPORTED, [], False
         floor = ranked[0].score * self.min_relative
         chosen: list[ScoredSentence] = []
@@ -69,6 +79,8 @@ class ExtractiveAnswerer:
                     break
                 if s in chosen or per_passage.get(s.hit.chunk.id, 0) >= limit:
                     continue
+                if any(" ".join(s.text.split()) == " ".join(c.text.split()) for c in chosen):
+                    continue  # the same sentence in two documents is said once
                 per_passage[s.hit.chunk.id] = per_passage.get(s.hit.chunk.id, 0) + 1
                 chosen.append(s)
         chosen.sort(key=lambda s: (s.hit_rank, s.start))

@@ -14,7 +14,7 @@ SYSTEM = (
     "After each claim, cite the passage it comes from as [1], [2] and so on. "
     f"If the passages do not contain the answer, reply exactly: {CANNOT}"
 )
-_CITE = re.compile(r"\[(\d+)\]")
+_CITE = re.compile(r"\[(\d+(?:\s*[,\u2013-]\s*\d+)*)\]")
 
 
 def build_messages(question: str, hits: list[Hit], max_chars: int = 1200) -> list[Message]:
@@ -27,31 +27,53 @@ def build_messages(question: str, hits: list[Hit], max_chars: int = 1200) -> lis
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+def _numbers(marker: str) -> list[int]:
+    """``1``, ``1, 3`` or ``2-4`` -> the passage numbers they name."""
+    out: list[int] = []
+    for part in re.split(r"\s*,\s*", marker.replace("\u2013", "-").strip()):
+        lo, _, hi = (p.strip() for p in part.partition("-"))
+        if hi:
+            out.extend(range(int(lo), int(hi) + 1))
+        elif lo:
+            out.append(int(lo))
+    return out
+
+
 def parse_citations(text: str, hits: list[Hit]) -> tuple[str, list[Citation]]:
-    """Renumber the passages the model cited, in order of first use; drop numbers that name no passage."""
+    """Renumber cited passages in order of first use. Markers naming no passage are dropped when they
+    look like passage numbers (up to twice the passage count); anything else in brackets, such as a
+    year, is left alone."""
     mapping: dict[int, int] = {}
     citations: list[Citation] = []
-    for m in _CITE.finditer(text):
-        n = int(m.group(1))
-        if 1 <= n <= len(hits) and n not in mapping:
-            mapping[n] = len(mapping) + 1
-            hit = hits[n - 1]
-            citations.append(
-                Citation(
-                    mapping[n],
-                    hit.document_id,
-                    hit.provenance.document_title,
-                    hit.chunk.start,
-                    hit.chunk.end,
-                    hit.chunk.text,
-                )
-            )
+    limit = 2 * len(hits)
 
     def renumber(m: re.Match[str]) -> str:
-        n = int(m.group(1))
-        return f"[{mapping[n]}]" if n in mapping else ""
+        numbers = _numbers(m.group(1))
+        if any(n > limit for n in numbers):
+            return m.group(0)  # "[2020]" is a year, not a citation
+        kept: list[int] = []
+        for n in numbers:
+            if 1 <= n <= len(hits):
+                if n not in mapping:
+                    mapping[n] = len(mapping) + 1
+                    hit = hits[n - 1]
+                    citations.append(
+                        Citation(
+                            mapping[n],
+                            hit.document_id,
+                            hit.provenance.document_title,
+                            hit.chunk.start,
+                            hit.chunk.end,
+                            hit.chunk.text,
+                        )
+                    )
+                if mapping[n] not in kept:
+                    kept.append(mapping[n])
+        return "".join(f"[{k}]" for k in kept)
 
-    return _CITE.sub(renumber, text).strip(), citations
+    clean = _CITE.sub(renumber, text)
+    clean = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", clean))
+    return clean.strip(), citations
 
 
 def is_refusal(text: str) -> bool:

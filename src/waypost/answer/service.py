@@ -36,8 +36,8 @@ class AnswerService:
     def _retrieve(self, question: str, strategy: str, k: int) -> tuple[RetrievalResult, QueryMetadata]:
         t0 = time.perf_counter()
         result = self.retrieve(question, strategy, k)
-        meta = QueryMetadata(strategy=result.explanation.strategy)
-        meta.timings_ms.update({f"retrieve.{s}": v for s, v in result.metadata.timings_ms.items()})
+        meta = result.metadata  # carries any LLM calls retrieval made (filter extraction)
+        meta.timings_ms = {f"retrieve.{s}": v for s, v in meta.timings_ms.items()}
         meta.timings_ms["retrieve.setup"] = max(0.0, (time.perf_counter() - t0) * 1000 - result.explanation.total_ms)
         return result, meta
 
@@ -67,6 +67,8 @@ class AnswerService:
             return self._extractive(question, result, meta)
         meta.timings_ms["answer.llm"] = (time.perf_counter() - t0) * 1000
         meta.record(completion, self.prices)
+        if completion.finish_reason == "length":
+            meta.fallbacks.append(f"answer: cut off at max_tokens={self.params.max_tokens}")
         return self._finish(question, completion.text, result, meta)
 
     def stream(self, question: str, strategy: str = "hybrid", k: int = 5) -> AnswerStream:

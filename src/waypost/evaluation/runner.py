@@ -143,8 +143,12 @@ def _normal(text: str) -> str:
 def answer_metrics(
     collection: Collection, queries: list[Query], strategy: str, k: int = 5, show_progress: bool = False
 ) -> dict[str, float]:
-    """answer_recall: share of questions whose gold answer is in the answer or in a cited passage."""
-    found: list[bool] = []
+    """answer_recall: share of questions whose gold answer is in the answer or in a cited passage;
+    answer_text_recall counts only the answer text and the cited spans; answer_supported is the share
+    of answers that claim support."""
+    found: list[bool] = []  # the issue's definition: in the answer or in a passage it cites
+    in_answer: list[bool] = []  # stricter: in the answer text or the cited spans themselves
+    supported = 0
     latencies: list[float] = []
     calls = cache_hits = prompt = completion = 0
     cost = 0.0
@@ -164,8 +168,12 @@ def answer_metrics(
                 for c in ans.citations
             )
         ]
-        haystack = " " + " ".join(_normal(t) for t in [ans.text, *passages]) + " "
-        found.append(f" {_normal(gold)} " in haystack)
+        needle = f" {_normal(gold)} "
+        found.append(needle in " " + " ".join(_normal(t) for t in [ans.text, *passages]) + " ")
+        in_answer.append(
+            needle in " " + " ".join(_normal(t) for t in [ans.text, *(c.text for c in ans.citations)]) + " "
+        )
+        supported += ans.supported
         meta = ans.metadata
         calls += meta.llm_calls
         cache_hits += meta.llm_cache_hits
@@ -176,6 +184,8 @@ def answer_metrics(
     n = max(1, len(found))
     return {
         "answer_recall": round(sum(found) / n, 4),
+        "answer_text_recall": round(sum(in_answer) / n, 4),
+        "answer_supported": round(supported / n, 4),
         "answer_questions": len(found),
         "answer_latency_p50_ms": round(percentile(latencies, 0.5), 2),
         "answer_latency_p95_ms": round(percentile(latencies, 0.95), 2),

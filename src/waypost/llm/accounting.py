@@ -20,9 +20,16 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 class PriceTable:
     prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    def price(self, model: str) -> tuple[float, float] | None:
+        """Exact name first, else the longest known prefix (``gpt-4o-2024-08-06`` prices as ``gpt-4o``)."""
         name = model.split(":", 1)[-1]
-        prompt, completion = self.prices.get(name, (0.0, 0.0))
+        if name in self.prices:
+            return self.prices[name]
+        prefixes = [p for p in self.prices if name.startswith(p)]
+        return self.prices[max(prefixes, key=len)] if prefixes else None
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        prompt, completion = self.price(model) or (0.0, 0.0)
         return (prompt_tokens * prompt + completion_tokens * completion) / 1_000_000
 
 

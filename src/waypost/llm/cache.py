@@ -32,6 +32,16 @@ class CachedLLM:
     def model_id(self) -> str:
         return self.inner.model_id
 
+    @property
+    def _identity(self) -> str:
+        """What makes two models different: the server or file behind the name, where the provider knows it."""
+        return str(getattr(self.inner, "cache_identity", self.inner.model_id))
+
+    @staticmethod
+    def _cacheable(completion: Completion) -> bool:
+        """Only finished, non-empty replies are kept: a cut-off reply must not be replayed forever."""
+        return bool(completion.text.strip()) and completion.finish_reason not in ("", "length")
+
     def _get(self, key: str) -> Completion | None:
         with self._lock:
             row = self._conn.execute("SELECT reply FROM completions WHERE key=?", (key,)).fetchone()
@@ -63,17 +73,18 @@ class CachedLLM:
 
     def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
         params = params or GenerationParams()
-        key = cache_key(self.model_id, messages, params)
+        key = cache_key(self._identity, messages, params)
         hit = self._get(key)
         if hit is not None:
             return hit
         completion = self.inner.complete(messages, params)
-        self._put(key, completion)
+        if self._cacheable(completion):
+            self._put(key, completion)
         return completion
 
     def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
         params = params or GenerationParams()
-        key = cache_key(self.model_id, messages, params)
+        key = cache_key(self._identity, messages, params)
         hit = self._get(key)
         if hit is not None:
             return StreamResult(iter([hit.text]), hit)
@@ -82,7 +93,8 @@ class CachedLLM:
 
         def tokens() -> Iterator[str]:
             yield from inner.tokens
-            self._put(key, inner.completion)
+            if self._cacheable(inner.completion):
+                self._put(key, inner.completion)
 
         result.tokens = tokens()
         return result

@@ -27,6 +27,8 @@ def make_llm(
         model, _, base_url = spec.removeprefix("openai:").partition("@")
         if not model:
             raise WaypostError("an OpenAI-compatible LLM needs a model: openai:MODEL@http://host:port/v1")
+        if base_url and not base_url.startswith(("http://", "https://")):
+            raise WaypostError(f"the LLM server URL must start with http:// or https://, got {base_url!r}")
         llm = OpenAICompatibleLLM(model, base_url or "http://127.0.0.1:11434/v1", api_key=api_key, timeout=timeout)
     else:
         raise WaypostError(f"unknown LLM {spec!r}; use none, smollm2, gguf:PATH or openai:MODEL@URL")

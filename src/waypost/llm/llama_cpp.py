@@ -51,6 +51,11 @@ class LlamaCppLLM:
     def model_id(self) -> str:
         return f"gguf:{self._path.name}"
 
+    @property
+    def cache_identity(self) -> str:
+        st = self._path.stat()
+        return f"{self.model_id}:{self._path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+
     def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
         params = params or GenerationParams()
         t0 = time.perf_counter()
@@ -87,7 +92,10 @@ class LlamaCppLLM:
                     stop=list(params.stop) or None,
                     stream=True,
                 ):
-                    piece = event["choices"][0].get("delta", {}).get("content") or ""
+                    choice = event["choices"][0]
+                    piece = choice.get("delta", {}).get("content") or ""
+                    if choice.get("finish_reason"):
+                        result.completion.finish_reason = str(choice["finish_reason"])
                     if piece:
                         parts.append(piece)
                         yield piece

@@ -72,6 +72,11 @@ class OpenAICompatibleLLM:
     def model_id(self) -> str:
         return f"openai:{self._model}"
 
+    @property
+    def cache_identity(self) -> str:
+        """Model and server: the same model name on two servers is two models."""
+        return f"{self.model_id}@{self._url}"
+
     def _request(self, body: dict[str, Any]) -> Any:
         key = self._api_key or os.environ.get(self._api_key_env, "")
         headers = {"Content-Type": "application/json"}
@@ -89,7 +94,7 @@ class OpenAICompatibleLLM:
                 if exc.code not in RETRY_STATUS:
                     raise LLMError(f"{self._url} answered HTTP {exc.code}: {exc.read()[:200]!r}") from exc
                 delay = _retry_after(exc.headers.get("Retry-After")) or self.backoff * 2**attempt
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
                 last = exc
                 delay = self.backoff * 2**attempt
             if attempt < self.retries:
@@ -140,6 +145,7 @@ class OpenAICompatibleLLM:
         def tokens() -> Iterator[str]:
             t0 = time.perf_counter()
             parts: list[str] = []
+            done = False
             with self._slots:
                 response = self._request(self._body(messages, params, stream=True))
                 with response:
@@ -149,11 +155,14 @@ class OpenAICompatibleLLM:
                             continue
                         data = line[5:].strip()
                         if data == "[DONE]":
+                            done = True
                             break
                         try:
                             event = json.loads(data)
                         except json.JSONDecodeError as exc:
                             raise LLMError(f"{self._url} streamed a malformed event: {data[:120]!r}") from exc
+                        if event.get("error"):
+                            raise LLMError(f"{self._url} streamed an error: {str(event['error'])[:200]}")
                         usage = event.get("usage")
                         if usage:
                             result.completion.prompt_tokens = int(usage.get("prompt_tokens", 0))
@@ -165,6 +174,8 @@ class OpenAICompatibleLLM:
                                 yield piece
                             if choice.get("finish_reason"):
                                 result.completion.finish_reason = str(choice["finish_reason"])
+            if not done and not result.completion.finish_reason:
+                raise LLMError(f"{self._url} ended its stream before the answer was finished")
             result.completion.text = "".join(parts)
             result.completion.latency_ms = (time.perf_counter() - t0) * 1000
             if not result.completion.completion_tokens:
