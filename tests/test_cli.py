@@ -54,3 +54,12 @@ def test_errors_are_readable(store: Path, tmp_path: Path) -> None:
     assert flt.returncode == 2 and "unknown metadata field" in flt.stderr
     model = waypost("query", "x", "--store", str(store), "--model", "other-model")
     assert model.returncode == 2 and "built with embedding model" in model.stderr
+    nowhere = tmp_path / "typo"
+    for args in (("query", "x"), ("ls",), ("stats",), ("rm", "a"), ("ask", "x")):
+        out = waypost(*args, "--store", str(nowhere))
+        assert out.returncode == 2 and "no waypost store at" in out.stderr, args
+    assert not nowhere.exists()
+    out = waypost("add", str(tmp_path / "missing-folder"), "--store", str(nowhere))
+    assert out.returncode == 2 and "no such file or folder" in out.stderr and not nowhere.exists()
+    bad_llm = waypost("ask", "x", "--store", str(store), "--llm", "openai:m@localhost:9/v1")
+    assert bad_llm.returncode == 2 and "must start with http" in bad_llm.stderr

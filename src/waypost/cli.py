@@ -42,6 +42,13 @@ LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, 
 DEFAULT_STORE = Path(".waypost")
 
 
+def _existing(store: Path) -> Path:
+    """Commands that read never create a store: a mistyped --store is an error, not an empty store."""
+    if not (store / "store.sqlite").exists():
+        raise WaypostError(f"no waypost store at {store} (create one with: waypost add PATH --store {store})")
+    return store
+
+
 def _engine(
     store: Path, model: str | None = None, chunk_tokens: int = 200, fusion: FusionConfig | None = None
 ) -> Engine:
@@ -63,6 +70,9 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest documents. Unchanged documents are skipped; changed ones are replaced atomically."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise WaypostError(f"no such file or folder: {', '.join(missing)}")
     with _engine(store, model, chunk_tokens) as engine:
         report = engine.collection(collection, create=True).add_paths(paths, show_progress=not as_json)
     if as_json:
@@ -146,7 +156,7 @@ def query(
         llm=llm,
         llm_filters=llm_filters,
     )
-    with Engine(store, config) as engine:
+    with Engine(_existing(store), config) as engine:
         result = engine.collection(collection).retrieve(text, strategy, k=k, filters=_filters(where, where_json))
     if as_json:
         payload = {
@@ -175,11 +185,13 @@ def ask(
 ) -> None:
     """Answer a question from the documents, with numbered citations to exact spans."""
     config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
-    with Engine(store, config) as engine:
+    with Engine(_existing(store), config) as engine:
         coll = engine.collection(collection)
+        streamed = ""
         if stream and not as_json:
             live = coll.stream_answer(question, strategy, k)
             for token in live.tokens:
+                streamed += token
                 console.print(token, end="", markup=False, highlight=False, soft_wrap=True)
             console.print()
             answer = live.answer
@@ -191,6 +203,9 @@ def ask(
         return
     if not stream:
         console.print(answer.text, markup=False, highlight=False)
+    elif answer.text.strip() != streamed.strip():
+        # Citations were renumbered (or the reply was a refusal): show the final text they refer to.
+        console.print("[bold]answer[/]", answer.text, markup=True, highlight=False)
     for c in answer.citations:
         console.print(
             f"  [bold][{c.number}][/] {c.title or c.document_id} [dim]({c.document_id}, chars {c.start}-{c.end})[/]"
@@ -218,7 +233,7 @@ def rm(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete documents (and their chunks and vectors) by id."""
-    with _engine(store) as engine:
+    with _engine(_existing(store)) as engine:
         removed = engine.collection(collection).delete(ids)
     print(json.dumps({"removed": removed})) if as_json else console.print(f"removed {removed} of {len(ids)}")
     if removed < len(ids) and not as_json:
@@ -234,7 +249,7 @@ def ls_(
     as_json: JsonOpt = False,
 ) -> None:
     """List collections, or the documents of one collection."""
-    with _engine(store) as engine:
+    with _engine(_existing(store)) as engine:
         if collection is None:
             infos = engine.collections()
             rows: list[dict[str, Any]] = [i.__dict__ for i in infos]
@@ -257,7 +272,7 @@ def ls_(
 @app.command()
 def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
     """Counts, model, metadata fields and index state of a collection."""
-    with _engine(store) as engine:
+    with _engine(_existing(store)) as engine:
         coll = engine.collection(collection)
         info = coll.info
         indexes = engine.indexes.get(collection)
