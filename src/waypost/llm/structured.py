@@ -21,21 +21,33 @@ T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
+def _decoded(text: str) -> Any:
+    """The first complete JSON value starting at some '{' (preferred) or '[' in ``text``; else ``None``."""
+    decoder = json.JSONDecoder()
+    for opener in "{[":
+        for i, ch in enumerate(text):
+            if ch != opener:
+                continue
+            try:
+                value, _ = decoder.raw_decode(text, i)
+            except json.JSONDecodeError:
+                continue
+            if value:
+                return value
+    return None
+
+
 def extract_json(text: str) -> Any:
     """The first JSON object or array in ``text``, repaired if needed. Raises ``ValueError`` if none."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)]
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start >= 0:
-        end = max(text.rfind("}"), text.rfind("]"))
-        candidates.append(text[start : end + 1] if end > start else text[start:])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except json.JSONDecodeError:
-            pass
+    fenced = [m.group(1) for m in _FENCE.finditer(text)]
+    for candidate in [*fenced, text]:
+        value = _decoded(candidate)
+        if value is not None:
+            return value
     import json_repair
 
-    for candidate in candidates:
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    for candidate in [*fenced, *([text[start:]] if start >= 0 else [])]:
         repaired = json_repair.loads(candidate)
         if isinstance(repaired, (dict, list)) and repaired:
             return repaired
@@ -75,16 +87,18 @@ def complete_structured(
         metadata.record(completion, prices)
         try:
             return StructuredResult(schema.model_validate(extract_json(completion.text)), attempt)
-        except (ValueError, ValidationError) as exc:
-            error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            conversation = [
-                *conversation,
-                {"role": "assistant", "content": completion.text},
-                {
-                    "role": "user",
-                    "content": f"That was not valid: {error}. Reply with only the JSON "
-                    f"object matching this schema: {json.dumps(schema.model_json_schema())}",
-                },
-            ]
+        except ValidationError as exc:
+            error = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors())
+        except ValueError as exc:
+            error = str(exc) or type(exc).__name__
+        conversation = [
+            *conversation,
+            {"role": "assistant", "content": completion.text},
+            {
+                "role": "user",
+                "content": f"That was not valid: {error}. Reply with only the JSON "
+                f"object matching this schema: {json.dumps(schema.model_json_schema())}",
+            },
+        ]
     metadata.fallbacks.append(f"{step}: invalid JSON after retry ({error})")
     return StructuredResult(None, 2, error)
