@@ -205,7 +205,8 @@ def ask(
         console.print(answer.text, markup=False, highlight=False)
     elif answer.text.strip() != streamed.strip():
         # Citations were renumbered (or the reply was a refusal): show the final text they refer to.
-        console.print("[bold]answer[/]", answer.text, markup=True, highlight=False)
+        console.print("[bold]answer with its final citation numbers:[/]")
+        console.print(answer.text, markup=False, highlight=False)
     for c in answer.citations:
         console.print(
             f"  [bold][{c.number}][/] {c.title or c.document_id} [dim]({c.document_id}, chars {c.start}-{c.end})[/]"
