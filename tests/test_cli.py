@@ -63,3 +63,24 @@ def test_errors_are_readable(store: Path, tmp_path: Path) -> None:
     assert out.returncode == 2 and "no such file or folder" in out.stderr and not nowhere.exists()
     bad_llm = waypost("ask", "x", "--store", str(store), "--llm", "openai:m@localhost:9/v1")
     assert bad_llm.returncode == 2 and "must start with http" in bad_llm.stderr
+
+
+def test_ask_streams_then_shows_renumbered_citations(store: Path) -> None:
+    from tests.fault_server import fault_server
+
+    with fault_server() as srv:
+        srv.reply = "Each batch is one transaction [3] and WAL lets readers go on [1] [7]."
+        out = waypost(
+            "ask",
+            "How does waypost keep the store consistent?",
+            "--store",
+            str(store),
+            "--llm",
+            f"openai:m@{srv.url}",
+            "--explain",
+        )
+    assert out.returncode == 0, out.stderr
+    streamed, _, rest = out.stdout.partition("answer with its final citation numbers:")
+    assert "[3]" in streamed  # tokens as the model wrote them
+    assert "transaction [1] and WAL lets readers go on [2]." in " ".join(rest.split())
+    assert "llm calls 1" in out.stdout
