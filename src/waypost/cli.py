@@ -40,6 +40,11 @@ ModelOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 DEFAULT_STORE = Path(".waypost")
+StrategyOpt = Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")]
+FusionOpt = Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")]
+AlphaOpt = Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")]
+ReferencesOpt = Annotated[float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")]
+LlmFiltersOpt = Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")]
 
 
 def _existing(store: Path) -> Path:
@@ -128,7 +133,7 @@ def query(
     text: Annotated[str, typer.Argument(help="The question or search terms.")],
     store: StoreOpt = DEFAULT_STORE,
     collection: CollOpt = DEFAULT_COLLECTION,
-    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
+    strategy: StrategyOpt = "hybrid",
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of hits.")] = 5,
     where: Annotated[
         list[str], typer.Option("--where", "-w", help="Filter such as year>=2015 or 'country in India,Spain'.")
@@ -136,17 +141,13 @@ def query(
     where_json: Annotated[
         str | None, typer.Option("--where-json", help='JSON filter: {"or": [{"type": "Movie"}, ...]}')
     ] = None,
-    fusion: Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")] = FusionMethod.WEIGHTED,
-    alpha: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")
-    ] = FusionConfig.alpha,
-    references: Annotated[
-        float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")
-    ] = FusionConfig.reference_weight,
+    fusion: FusionOpt = FusionMethod.WEIGHTED,
+    alpha: AlphaOpt = FusionConfig.alpha,
+    references: ReferencesOpt = FusionConfig.reference_weight,
     explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
     model: ModelOpt = None,
     llm: LlmOpt = "none",
-    llm_filters: Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")] = False,
+    llm_filters: LlmFiltersOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query."""
@@ -175,7 +176,7 @@ def ask(
     store: StoreOpt = DEFAULT_STORE,
     collection: CollOpt = DEFAULT_COLLECTION,
     llm: LlmOpt = "none",
-    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
+    strategy: StrategyOpt = "hybrid",
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Passages given to the answerer.")] = 5,
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Print tokens as they arrive.")] = True,
     timeout: Annotated[float, typer.Option(help="LLM request timeout in seconds.")] = 60.0,
@@ -310,17 +311,13 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
 @app.command("eval")
 def eval_(
     dataset: Annotated[Path, typer.Argument(help="A BEIR-layout directory.")],
-    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "hybrid",
+    strategy: StrategyOpt = "hybrid",
     k: Annotated[
         int, typer.Option("--k", "-k", min=1, help="Recall@k depth (Recall@2/5/10/100 are always reported).")
     ] = 100,
-    fusion: Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")] = FusionMethod.WEIGHTED,
-    alpha: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")
-    ] = FusionConfig.alpha,
-    references: Annotated[
-        float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")
-    ] = FusionConfig.reference_weight,
+    fusion: FusionOpt = FusionMethod.WEIGHTED,
+    alpha: AlphaOpt = FusionConfig.alpha,
+    references: ReferencesOpt = FusionConfig.reference_weight,
     model: ModelOpt = None,
     chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk.")] = 200,
     split: Annotated[str, typer.Option(help="qrels split to evaluate.")] = "test",
@@ -331,7 +328,7 @@ def eval_(
     show_failures: Annotated[bool, typer.Option(help="List queries whose filters were extracted wrongly.")] = False,
     answer: Annotated[bool, typer.Option("--answer", help="Also answer every query; report answer_recall.")] = False,
     llm: LlmOpt = "none",
-    llm_filters: Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")] = False,
+    llm_filters: LlmFiltersOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy."""
