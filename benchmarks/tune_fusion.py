@@ -54,6 +54,10 @@ def main() -> None:
         return {"ndcg@10": round(float(np.mean(nd)), 4), "recall@5": round(float(np.mean(r5)), 4)}
 
     results = {"dense": score([doc_ranking(top_k(d, 300)[0], docs) for d in dense_all])}
+    chunk_only = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts, doc_weight=0.0)
+    results["bm25 chunks only (doc_weight=0)"] = score(
+        [doc_ranking(top_k(chunk_only.scores(q.text), 300)[0], docs) for q in queries]
+    )
     for k1, b in [(0.9, 0.4), (1.2, 0.75)]:
         bm25 = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts, k1=k1, b=b)
         sparse_all = [bm25.scores(q.text) for q in queries]
