@@ -39,6 +39,26 @@ class Completion:
     finish_reason: str = ""
 
 
+def completion_from_reply(payload: Any, model: str, started: float, source: str) -> Completion:
+    """A ``Completion`` from an OpenAI-format chat reply (the HTTP servers and llama-cpp-python both use it)."""
+    import time
+
+    try:
+        choice = payload["choices"][0]
+        text = choice["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError) as exc:
+        raise LLMError(f"{source} sent an unexpected reply: {str(payload)[:200]}") from exc
+    usage = payload.get("usage") or {}
+    return Completion(
+        text,
+        model,
+        int(usage.get("prompt_tokens", 0)),
+        int(usage.get("completion_tokens", 0)),
+        (time.perf_counter() - started) * 1000,
+        finish_reason=str(choice.get("finish_reason") or ""),
+    )
+
+
 @dataclass
 class StreamResult:
     """Tokens as they arrive; ``completion`` is filled in once the stream ends."""

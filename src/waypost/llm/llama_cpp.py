@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from waypost.errors import WaypostError
-from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
+from waypost.llm.base import (
+    Completion,
+    GenerationParams,
+    LLMError,
+    Message,
+    StreamResult,
+    completion_from_reply,
+)
 
 
 def bundled_smollm2() -> Path:
@@ -66,16 +73,7 @@ class LlamaCppLLM:
                 temperature=params.temperature,
                 stop=list(params.stop) or None,
             )
-        usage = out.get("usage") or {}
-        choice = out["choices"][0]
-        return Completion(
-            choice["message"]["content"] or "",
-            self.model_id,
-            int(usage.get("prompt_tokens", 0)),
-            int(usage.get("completion_tokens", 0)),
-            (time.perf_counter() - t0) * 1000,
-            finish_reason=str(choice.get("finish_reason") or ""),
-        )
+        return completion_from_reply(out, self.model_id, t0, "llama.cpp")
 
     def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
         params = params or GenerationParams()

@@ -17,7 +17,14 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
+from waypost.llm.base import (
+    Completion,
+    GenerationParams,
+    LLMError,
+    Message,
+    StreamResult,
+    completion_from_reply,
+)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -123,20 +130,7 @@ class OpenAICompatibleLLM:
                 payload = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise LLMError(f"{self._url} sent a reply that is not JSON: {exc}") from exc
-        try:
-            choice = payload["choices"][0]
-            text = choice["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError) as exc:
-            raise LLMError(f"{self._url} sent an unexpected reply: {str(payload)[:200]}") from exc
-        usage = payload.get("usage") or {}
-        return Completion(
-            text,
-            self.model_id,
-            int(usage.get("prompt_tokens", 0)),
-            int(usage.get("completion_tokens", 0)),
-            (time.perf_counter() - t0) * 1000,
-            finish_reason=str(choice.get("finish_reason") or ""),
-        )
+        return completion_from_reply(payload, self.model_id, t0, self._url)
 
     def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
         params = params or GenerationParams()
