@@ -158,18 +158,6 @@ def test_cached_indexes_never_serve_a_recreated_collection(engine: Engine, minil
     other.close()
 
 
-def test_a_corrupt_bm25_cache_is_rebuilt(engine: Engine, minilm) -> None:  # type: ignore[no-untyped-def]
-    engine.collection("kb2", create=True).add(DOCS)
-    engine.collection("kb2").retrieve("tides", "bm25")
-    [cached] = list((engine.path / "indexes" / "kb2").glob("bm25-*"))
-    for f in cached.rglob("*.npy"):
-        f.write_bytes(b"garbage")
-    fresh = Engine(engine.path, EngineConfig())
-    fresh.register_embedder(minilm)
-    assert fresh.collection("kb2").retrieve("moon gravity tides", "bm25").hits[0].document_id == "tides"
-    fresh.close()
-
-
 def test_bad_arguments_are_clear_errors(engine: Engine) -> None:
     from waypost.ingest.chunker import Chunker
 

@@ -79,6 +79,27 @@ class ChunkSnapshot:
     titles: dict[str, str]
 
 
+@dataclass(frozen=True)
+class ChangeSet:
+    """What changed in a collection after generation ``since``, up to ``generation``, read in one snapshot.
+
+    ``removed_rows`` are chunk rows deleted or replaced in that span; ``added`` holds the rows added in
+    that span that still exist (a row added and removed again is in ``removed_rows`` only). Applying
+    both to a structure that reflects ``since`` makes it reflect ``generation``.
+    """
+
+    since: int
+    generation: int
+    version: str
+    removed_rows: npt.NDArray[np.int64]
+    added: ChunkSnapshot
+    documents: list[tuple[int, str, str]]  # (generation, document id, "add" | "replace" | "delete")
+
+    @property
+    def empty(self) -> bool:
+        return not self.documents
+
+
 class DocumentStore(Protocol):
     """The transactional system of record. Every derived index can be rebuilt from it."""
 
@@ -113,6 +134,23 @@ class DocumentStore(Protocol):
     def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]: ...
 
     def snapshot(self, collection: str) -> ChunkSnapshot: ...
+
+    # -- the change log: how derived structures catch up without re-reading the collection --------
+    def changes(self, collection: str, since: int) -> ChangeSet | None:
+        """Changes after generation ``since``; ``None`` when the log was compacted past it (rebuild)."""
+        ...
+
+    def log_floor(self, collection: str) -> int:
+        """The oldest generation the log can still catch a consumer up from."""
+        ...
+
+    def acknowledge(self, collection: str, consumer: str, generation: int) -> None:
+        """Record that ``consumer`` has durably applied ``generation``; compacts entries all consumers applied."""
+        ...
+
+    def consumers(self, collection: str) -> dict[str, int]: ...
+
+    def forget_consumer(self, collection: str, consumer: str) -> None: ...
 
     def close(self) -> None: ...
 

@@ -277,17 +277,28 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
     with _engine(_existing(store)) as engine:
         coll = engine.collection(collection)
         info = coll.info
-        indexes = engine.indexes.get(collection)
+        live = engine.indexes.live(collection)
+        indexes = live.get()
         meta = indexes.metadata
+        status = live.status()
+        consumers = engine.store.consumers(collection)
         data: dict[str, Any] = {
             **info.__dict__,
-            "index_build_seconds": round(indexes.build_seconds, 3),
+            "index_generation": status.generation,
+            "index_loaded_from": status.loaded_from,
+            "index_catch_up_ms": status.last_catch_up_ms,
+            "segments": status.segments,
+            "tombstones": status.tombstones,
+            "saved_generation": status.persisted_generation,
+            "last_merge": status.last_merge,
+            "log_floor": engine.store.log_floor(collection),
+            "log_consumers": consumers,
             "store_bytes": sum(p.stat().st_size for p in store.rglob("*") if p.is_file()),
             "fields": {
                 f: {
                     "kind": meta.stats[f].kind,
                     "list": meta.stats[f].is_list,
-                    "distinct": len(meta.inverted.get(f, {})) or None,
+                    "distinct": meta.distinct(f) or None,
                     "range": meta.numeric_range(f),
                 }
                 for f in meta.fields

@@ -74,7 +74,11 @@ class Engine:
             self._llm, self._llm_ready = llm, True
 
     def close(self) -> None:
-        self.store.close()
+        """Finish background index work, save what is unsaved, then close the store."""
+        try:
+            self.indexes.close()
+        finally:
+            self.store.close()
 
     def __enter__(self) -> Engine:
         return self

@@ -13,7 +13,7 @@ from waypost.engine import Collection, Engine, EngineConfig
 from waypost.evaluation.beir import BeirDataset, Query, load_beir
 from waypost.evaluation.metrics import ndcg_at, percentile, precision_at, recall_at, reciprocal_rank
 from waypost.filters.model import Condition, Op
-from waypost.index.metadata import MetadataIndex
+from waypost.index.metadata import MetadataLookup
 from waypost.progress import track
 
 COLLECTION = "corpus"
@@ -220,7 +220,7 @@ def canonical_conditions(conds: list[Condition]) -> Canonical:
     return out
 
 
-def _resolve_field(word: str, index: MetadataIndex) -> str:
+def _resolve_field(word: str, index: MetadataLookup) -> str:
     """Map a constraint key's word (``year``, ``country``, ``minutes``) onto a metadata field name."""
     fields = index.fields
     word = word.lower()
@@ -234,7 +234,7 @@ def _resolve_field(word: str, index: MetadataIndex) -> str:
     return word
 
 
-def canonical_constraints(constraints: dict[str, Any], index: MetadataIndex) -> Canonical:
+def canonical_constraints(constraints: dict[str, Any], index: MetadataLookup) -> Canonical:
     """Gold constraints such as ``{"year_min": 2016, "country": "India"}`` in the same canonical form.
 
     ``topic`` is the semantic remainder of a query, not a filter, so it is left out.

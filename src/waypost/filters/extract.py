@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from waypost.filters.model import And, Condition, Filter, Op, all_of
-from waypost.index.metadata import MetadataIndex
+from waypost.index.metadata import MetadataLookup
 
 if TYPE_CHECKING:
     from waypost.llm.accounting import QueryMetadata
@@ -125,7 +125,7 @@ def _is_code(value: str) -> bool:
 class FilterExtractor:
     def __init__(
         self,
-        index: MetadataIndex,
+        index: MetadataLookup,
         max_values: int = 300,
         synonyms: dict[str, str] | None = None,
         kind_words: frozenset[str] = DEFAULT_KIND_WORDS,

@@ -1,8 +1,7 @@
-"""Derived indexes, rebuilt from the store whenever a collection's generation moves."""
+"""Derived indexes: segments kept current from the store's change log, persisted beside the store."""
 
-from waypost.index.bm25 import BM25Index
 from waypost.index.dense import DenseIndex
 from waypost.index.metadata import MetadataIndex
-from waypost.index.set import IndexCache, IndexSet
+from waypost.index.set import IndexCache, IndexSet, LiveIndex, MergePolicy
 
-__all__ = ["BM25Index", "DenseIndex", "IndexCache", "IndexSet", "MetadataIndex"]
+__all__ = ["DenseIndex", "IndexCache", "IndexSet", "LiveIndex", "MergePolicy", "MetadataIndex"]

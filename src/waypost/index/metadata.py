@@ -5,9 +5,12 @@ A filter evaluates to a boolean mask over chunk positions; retrieval then search
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +22,7 @@ from waypost.index.topk import Mask
 from waypost.types import Metadata
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def _key(value: Any) -> Any:
@@ -127,21 +131,25 @@ class MetadataIndex:
     def positions(self, name: str, value: Any) -> IntArray:
         return self.inverted.get(name, {}).get(_key(value), np.zeros(0, dtype=np.int64))
 
-    def mask(self, flt: Filter) -> Mask:
+    def mask(self, flt: Filter, strict: bool = True) -> Mask:
+        """Positions matching ``flt``. ``strict=False``: a field this index lacks matches nothing (one
+        segment of many may not have seen a field that others have)."""
         if isinstance(flt, And):
             out = np.ones(self.size, dtype=np.bool_)
             for item in flt.items:
-                out &= self.mask(item)
+                out &= self.mask(item, strict)
             return out
         if isinstance(flt, Or):
             out = np.zeros(self.size, dtype=np.bool_)
             for item in flt.items:
-                out |= self.mask(item)
+                out |= self.mask(item, strict)
             return out
-        return self._condition(flt)
+        return self._condition(flt, strict)
 
-    def _condition(self, cond: Condition) -> Mask:
+    def _condition(self, cond: Condition, strict: bool = True) -> Mask:
         if cond.field not in self.stats:
+            if not strict:
+                return np.zeros(self.size, dtype=np.bool_)
             raise FilterError(
                 f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}"
             )
@@ -161,6 +169,8 @@ class MetadataIndex:
                     out[self.positions(cond.field, f"{v:g}")] = True
             return out
         col = self.numeric.get(cond.field)
+        if col is None and not strict:
+            return out
         if col is None:
             raise FilterError(f"{cond.op.name} needs a numeric field, and {cond.field!r} holds text")
         bound = float(cond.value)
@@ -173,3 +183,201 @@ class MetadataIndex:
         else:
             out[col.positions[: np.searchsorted(col.values, bound, "right")]] = True
         return out
+
+    # -- segments: persist, merge --------------------------------------------------------------
+    def save(self, path: Path) -> list[str]:
+        keys: dict[str, list[str]] = {}
+        ptr = [0]
+        parts: list[IntArray] = []
+        for name, table in self.inverted.items():
+            keys[name] = list(table)
+            for key in keys[name]:
+                parts.append(table[key])
+                ptr.append(ptr[-1] + len(table[key]))
+        numeric_names = list(self.numeric)
+        num_ptr = [0]
+        for name in numeric_names:
+            num_ptr.append(num_ptr[-1] + len(self.numeric[name].values))
+        empty = np.zeros(0, dtype=np.int64)
+        arrays = {
+            "metadata.inverted.npy": np.concatenate(parts) if parts else empty,
+            "metadata.inverted_ptr.npy": np.asarray(ptr, dtype=np.int64),
+            "metadata.numeric_values.npy": np.concatenate([self.numeric[n].values for n in numeric_names])
+            if numeric_names
+            else np.zeros(0, dtype=np.float64),
+            "metadata.numeric_positions.npy": np.concatenate([self.numeric[n].positions for n in numeric_names])
+            if numeric_names
+            else empty,
+            "metadata.numeric_ptr.npy": np.asarray(num_ptr, dtype=np.int64),
+        }
+        for file, arr in arrays.items():
+            np.save(path / file, arr, allow_pickle=False)
+        header = {
+            "size": self.size,
+            "keys": keys,
+            "numeric": numeric_names,
+            "display": self.display,
+            "stats": {n: [st.kind, st.is_list, st.documents] for n, st in self.stats.items()},
+        }
+        (path / "metadata.json").write_text(json.dumps(header, ensure_ascii=False))
+        return [*arrays, "metadata.json"]
+
+    @classmethod
+    def load(cls, path: Path) -> MetadataIndex:
+        header = json.loads((path / "metadata.json").read_text())
+        positions = np.load(path / "metadata.inverted.npy", allow_pickle=False)
+        ptr = np.load(path / "metadata.inverted_ptr.npy", allow_pickle=False)
+        index = cls(size=int(header["size"]), display=header["display"])
+        i = 0
+        for name, keys in header["keys"].items():
+            table: dict[Any, IntArray] = {}
+            for key in keys:
+                table[key] = positions[ptr[i] : ptr[i + 1]]
+                i += 1
+            index.inverted[name] = table
+        if i + 1 != len(ptr):
+            raise ValueError(f"inconsistent metadata index in {path}")
+        values = np.load(path / "metadata.numeric_values.npy", allow_pickle=False)
+        num_pos = np.load(path / "metadata.numeric_positions.npy", allow_pickle=False)
+        num_ptr = np.load(path / "metadata.numeric_ptr.npy", allow_pickle=False)
+        for j, name in enumerate(header["numeric"]):
+            index.numeric[name] = NumericColumn(values[num_ptr[j] : num_ptr[j + 1]], num_pos[num_ptr[j] : num_ptr[j + 1]])
+        index.stats = {n: FieldStats(v[0], bool(v[1]), int(v[2])) for n, v in header["stats"].items()}
+        return index
+
+    @classmethod
+    def merge(cls, parts: Sequence[tuple[MetadataIndex, BoolArray]]) -> MetadataIndex:
+        """One index over the live positions of several, laid end to end."""
+        remaps: list[IntArray] = []
+        offset = 0
+        for index, live in parts:
+            remap = np.full(index.size, -1, dtype=np.int64)
+            remap[live] = np.arange(offset, offset + int(live.sum()), dtype=np.int64)
+            offset += int(live.sum())
+            remaps.append(remap)
+        merged = cls(size=offset)
+        inverted: dict[str, dict[Any, list[IntArray]]] = defaultdict(lambda: defaultdict(list))
+        numbers: dict[str, tuple[list[npt.NDArray[np.float64]], list[IntArray]]] = defaultdict(lambda: ([], []))
+        for (index, _live), remap in zip(parts, remaps, strict=True):
+            for name, table in index.inverted.items():
+                for key, pos in table.items():
+                    moved = remap[pos]
+                    moved = moved[moved >= 0]
+                    if moved.size:
+                        inverted[name][key].append(moved)
+                        merged.display.setdefault(name, {}).setdefault(key, index.display[name][key])
+            for name, col in index.numeric.items():
+                moved = remap[col.positions]
+                keep = moved >= 0
+                numbers[name][0].append(col.values[keep])
+                numbers[name][1].append(moved[keep])
+            for name, st in index.stats.items():
+                have = merged.stats.get(name)
+                if have is None:
+                    merged.stats[name] = FieldStats(st.kind, st.is_list)
+                else:
+                    have.is_list = have.is_list or st.is_list
+                    have.kind = have.kind if have.kind == st.kind else "mixed"
+        for name, table in inverted.items():
+            merged.inverted[name] = {k: np.sort(np.concatenate(v)) for k, v in table.items()}
+        for name, (vals, poss) in numbers.items():
+            arr = np.concatenate(vals)
+            pos_arr = np.concatenate(poss)
+            order = np.argsort(arr, kind="stable")
+            merged.numeric[name] = NumericColumn(arr[order], pos_arr[order])
+        for name in list(merged.stats):
+            merged.stats[name].documents = len(merged._field_positions(name))
+            if merged.stats[name].documents == 0:
+                del merged.stats[name]  # only deleted rows had it
+        return merged
+
+
+class MetadataView:
+    """The metadata indexes of several segments as one, over live positions only."""
+
+    def __init__(self, parts: Sequence[tuple[MetadataIndex, int, BoolArray | None]], size: int) -> None:
+        self._parts = list(parts)
+        self.size = size
+        self._stats: dict[str, FieldStats] | None = None
+
+    def _live(self, index: MetadataIndex, live: BoolArray | None, positions: IntArray) -> IntArray:
+        return positions if live is None else positions[live[positions]]
+
+    @property
+    def stats(self) -> dict[str, FieldStats]:
+        if self._stats is None:
+            stats: dict[str, FieldStats] = {}
+            for index, _offset, _live in self._parts:
+                for name, st in index.stats.items():
+                    have = stats.get(name)
+                    if have is None:
+                        stats[name] = FieldStats(st.kind, st.is_list)
+                    else:
+                        have.is_list = have.is_list or st.is_list
+                        have.kind = have.kind if have.kind == st.kind else "mixed"
+            for name in list(stats):
+                stats[name].documents = sum(
+                    len(self._live(index, live, index._field_positions(name))) for index, _o, live in self._parts
+                )
+                if stats[name].documents == 0:
+                    del stats[name]
+            self._stats = stats
+        return self._stats
+
+    @property
+    def fields(self) -> list[str]:
+        return sorted(self.stats)
+
+    @property
+    def numeric(self) -> list[str]:
+        """Names of the fields that hold numbers."""
+        return [n for n in self.fields if any(n in index.numeric for index, _o, _l in self._parts)]
+
+    def values(self, name: str) -> dict[str, int]:
+        """Display value -> number of live chunks carrying it, for a string field."""
+        counts: dict[str, int] = {}
+        for index, _offset, live in self._parts:
+            for key, pos in index.inverted.get(name, {}).items():
+                n = len(pos) if live is None else int(live[pos].sum())
+                if n:
+                    shown = index.display[name][key]
+                    counts[shown] = counts.get(shown, 0) + n
+        return counts
+
+    def distinct(self, name: str) -> int:
+        return len(self.values(name))
+
+    def numeric_range(self, name: str) -> tuple[float, float] | None:
+        lo, hi = math.inf, -math.inf
+        for index, _offset, live in self._parts:
+            col = index.numeric.get(name)
+            if col is None or len(col.values) == 0:
+                continue
+            values = col.values if live is None else col.values[live[col.positions]]
+            if values.size:
+                lo, hi = min(lo, float(values[0])), max(hi, float(values[-1]))
+        return None if lo > hi else (lo, hi)
+
+    def positions(self, name: str, value: Any) -> IntArray:
+        parts = [
+            self._live(index, live, index.positions(name, value)) + offset for index, offset, live in self._parts
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def mask(self, flt: Filter) -> Mask:
+        from waypost.filters.model import conditions
+
+        known = self.stats
+        for cond in conditions(flt):
+            if cond.field not in known:
+                raise FilterError(
+                    f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}"
+                )
+            if cond.op not in (Op.EQ, Op.IN) and not any(cond.field in i.numeric for i, _o, _l in self._parts):
+                raise FilterError(f"{cond.op.name} needs a numeric field, and {cond.field!r} holds text")
+        if not self._parts:
+            return np.zeros(0, dtype=np.bool_)
+        return np.concatenate([index.mask(flt, strict=False) for index, _offset, _live in self._parts])
+
+
+MetadataLookup = MetadataIndex | MetadataView  # what filter extraction reads: one index or a segmented view

@@ -4,11 +4,17 @@ Wikipedia-like corpora, wikis and manuals refer to each other by name; following
 the best hits finds the second hop of a multi-hop question. Matching is case-sensitive on whole
 tokens, and single-word titles must be capitalised and at least five letters, so common words
 never become links.
+
+Links are found when they are needed: each segment keeps a table of its documents' titles, and the
+few chunks a query follows are matched against the titles of every live document. A new document's
+title is linkable the moment its segment exists, and a deleted one's the moment it is tombstoned,
+with nothing precomputed to keep current.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +24,7 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 MAX_TITLE_TOKENS = 12
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def _linkable(tokens: tuple[str, ...]) -> bool:
@@ -29,44 +36,89 @@ def _linkable(tokens: tuple[str, ...]) -> bool:
     return any(t[0].isupper() for t in tokens)
 
 
-@dataclass
-class ReferenceIndex:
-    """``targets[p]``: chunk positions of every document that chunk ``p`` mentions by title."""
+@dataclass(frozen=True)
+class TitleTable:
+    """Linkable titles of one segment's documents: token tuple -> document slots."""
 
-    targets: list[IntArray]
-    links: int
+    by_title: dict[tuple[str, ...], list[int]]
+    longest: dict[str, int]  # first token -> longest title starting with it
 
     @classmethod
-    def build(cls, chunk_texts: list[str], document_ids: list[str], titles: dict[str, str]) -> ReferenceIndex:
-        chunks_of: dict[str, list[int]] = {}
-        for pos, doc in enumerate(document_ids):
-            chunks_of.setdefault(doc, []).append(pos)
-        by_title: dict[tuple[str, ...], list[str]] = {}
-        for doc, title in titles.items():
+    def build(cls, titles: Sequence[str]) -> TitleTable:
+        by_title: dict[tuple[str, ...], list[int]] = {}
+        for slot, title in enumerate(titles):
             key = tuple(_TOKEN.findall(title))
-            if doc in chunks_of and _linkable(key):
-                by_title.setdefault(key, []).append(doc)
-        starts: dict[str, int] = {}
+            if _linkable(key):
+                by_title.setdefault(key, []).append(slot)
+        longest: dict[str, int] = {}
         for key in by_title:
-            starts[key[0]] = max(starts.get(key[0], 0), len(key))
-        empty = np.zeros(0, dtype=np.int64)
-        targets: list[IntArray] = []
-        links = 0
-        for pos, text in enumerate(chunk_texts):
-            tokens = _TOKEN.findall(text)
-            found: set[str] = set()
-            for i, tok in enumerate(tokens):
-                longest = starts.get(tok)
-                if longest is None:
+            longest[key[0]] = max(longest.get(key[0], 0), len(key))
+        return cls(by_title, longest)
+
+    def mentioned(self, tokens: list[str]) -> set[int]:
+        found: set[int] = set()
+        for i, tok in enumerate(tokens):
+            longest = self.longest.get(tok)
+            if longest is None:
+                continue
+            for n in range(1, longest + 1):
+                slots = self.by_title.get(tuple(tokens[i : i + n]))
+                if slots:
+                    found.update(slots)
+        return found
+
+
+@dataclass(frozen=True)
+class ReferenceSegment:
+    """What a segment contributes: its title table and where each document's chunks lie."""
+
+    titles: Callable[[], TitleTable]
+    document_ids: Sequence[str]
+    doc_chunks: Callable[[int], IntArray]  # document slot -> chunk positions within the segment
+    doc_live: BoolArray | None
+
+
+class ReferenceView:
+    """``targets(position, text)``: live chunk positions of every other document the chunk names."""
+
+    def __init__(self, parts: Sequence[tuple[ReferenceSegment, int]], document_of: Callable[[int], str]) -> None:
+        self._parts = list(parts)
+        self._document_of = document_of
+
+    def targets(self, position: int, text: str) -> IntArray:
+        tokens = _TOKEN.findall(text)
+        own = self._document_of(position)
+        out: list[IntArray] = []
+        for part, offset in self._parts:
+            for slot in part.titles().mentioned(tokens):
+                if part.doc_live is not None and not part.doc_live[slot]:
                     continue
-                for n in range(1, longest + 1):
-                    docs = by_title.get(tuple(tokens[i : i + n]))
-                    if docs:
-                        found.update(docs)
-            found.discard(document_ids[pos])
-            if found:
-                targets.append(np.asarray(sorted(p for d in found for p in chunks_of[d]), dtype=np.int64))
-                links += len(found)
-            else:
-                targets.append(empty)
-        return cls(targets, links)
+                if part.document_ids[slot] == own:
+                    continue
+                out.append(part.doc_chunks(slot) + offset)
+        return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+
+    def links(self, positions: Sequence[int], texts: Sequence[str]) -> list[IntArray]:
+        return [self.targets(int(p), t) for p, t in zip(positions, texts, strict=True)]
+
+
+def reference_targets(
+    chunk_texts: list[str], document_ids: list[str], titles: dict[str, str]
+) -> list[IntArray]:
+    """Every chunk's link targets over one in-memory corpus (for tests and tools)."""
+    slots: dict[str, int] = {}
+    for doc in document_ids:
+        slots.setdefault(doc, len(slots))
+    names = list(slots)
+    chunks_of: list[list[int]] = [[] for _ in names]
+    for pos, doc in enumerate(document_ids):
+        chunks_of[slots[doc]].append(pos)
+    table = TitleTable.build([titles.get(d, "") for d in names])
+    segment = ReferenceSegment(
+        titles=lambda: table,
+        document_ids=names,
+        doc_chunks=lambda slot: np.asarray(chunks_of[slot], dtype=np.int64),
+        doc_live=None,
+    )
+    view = ReferenceView([(segment, 0)], lambda pos: document_ids[pos])
+    return view.links(range(len(chunk_texts)), chunk_texts)

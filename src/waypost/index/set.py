@@ -1,4 +1,13 @@
-"""All derived indexes of one collection at one generation, cached on disk and in memory."""
+"""A collection's derived indexes as segments that follow the store's change log.
+
+``IndexSet`` is an immutable view at one generation: segments (one large main segment, then small
+ones), a liveness mask per segment (tombstones), and collection-wide BM25 statistics over live rows.
+``LiveIndex`` keeps a collection's current ``IndexSet``: it catches up from the change log (deleted
+rows become tombstones, added rows a new small segment), merges segments on a background thread past
+a size threshold, and persists its state (segment directories plus a JSON manifest) beside the store,
+acknowledging the persisted generation so the log can be compacted. Queries never wait for a merge or
+a save: they keep using the view they were handed.
+"""
 
 from __future__ import annotations
 
@@ -8,36 +17,166 @@ import shutil
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from waypost.base import ChunkSnapshot, DocumentStore
-from waypost.index.bm25 import BM25Index
-from waypost.index.dense import DenseIndex
-from waypost.index.metadata import MetadataIndex
-from waypost.index.references import ReferenceIndex
+from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore
+from waypost.errors import CollectionNotFoundError
+from waypost.index.dense import DenseView
+from waypost.index.lexical import Analyzer, FieldStats, Vocabulary, bm25_scores
+from waypost.index.metadata import MetadataView
+from waypost.index.references import ReferenceSegment, ReferenceView
+from waypost.index.segment import Segment
+from waypost.index.topk import Mask, Positions, Scores, top_k
 
 if TYPE_CHECKING:
     from waypost.filters.extract import FilterExtractor
 
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 
-@dataclass
+STATE_FORMAT = 1
+CONSUMER = "flat-indexes"
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = 0.9
+    b: float = 0.4
+    doc_weight: float = 0.5  # a chunk also scores with its whole document's BM25 score times this
+
+
+@dataclass(frozen=True)
+class MergePolicy:
+    """When small segments are merged (Lucene-style tiers) and when unsaved work is persisted."""
+
+    max_small_segments: int = 8  # more than this many small segments: merge them into one
+    main_merge_rows: int = 5000  # small segments holding more rows than this ...
+    main_merge_ratio: float = 0.1  # ... and more than this share of the main segment: merge into main
+    dead_ratio: float = 0.2  # tombstones over this share of the main segment: merge (drops them)
+    persist_rows: int = 1000  # unsaved rows beyond this: persist in the background
+
+
+class BM25View:
+    """BM25 over every segment with statistics over live rows, so segmentation never changes a score."""
+
+    def __init__(self, owner: IndexSet) -> None:
+        self._owner = owner
+
+    def query_tokens(self, query: str) -> list[str]:
+        owner = self._owner
+        stats = owner.chunk_stats
+        terms = owner.analyzer.terms(query)
+        ids = owner.vocab.ids
+        return [t for t in terms if t in ids and ids[t] < stats.df.shape[0] and stats.df[ids[t]] > 0]
+
+    def scores(self, query: str) -> npt.NDArray[np.float64]:
+        owner = self._owner
+        p = owner.params
+        ids = owner.vocab.lookup(self.query_tokens(query))
+        if not ids:
+            return np.zeros(len(owner), dtype=np.float64)
+        chunk_parts = [(s.chunks, off) for s, off in zip(owner.segments, owner.offsets, strict=True)]
+        scores = bm25_scores(chunk_parts, len(owner), ids, owner.chunk_stats, p.k1, p.b)
+        if p.doc_weight > 0:
+            doc_parts = [(s.documents, off) for s, off in zip(owner.segments, owner.doc_offsets, strict=True)]
+            doc_scores = bm25_scores(doc_parts, owner.document_slots, ids, owner.doc_stats, p.k1, p.b)
+            scores += p.doc_weight * doc_scores[owner.chunk_doc]
+        return scores
+
+    def search(self, query: str, k: int, mask: Mask | None = None) -> tuple[Positions, Scores]:
+        scores = self.scores(query)
+        positions, _ = top_k(scores.astype(np.float32), k, mask)
+        values = scores[positions].astype(np.float32)
+        keep = values > 0
+        return positions[keep], values[keep]
+
+
 class IndexSet:
-    collection: str
-    generation: int
-    version: str
-    row_ids: npt.NDArray[np.int64]
-    document_ids: list[str]
-    dense: DenseIndex
-    bm25: BM25Index
-    metadata: MetadataIndex
-    references: ReferenceIndex
-    build_seconds: float
-    _extractor: FilterExtractor | None = field(default=None, repr=False)
+    """Every derived index of one collection at one generation, across segments."""
+
+    def __init__(
+        self,
+        collection: str,
+        generation: int,
+        version: str,
+        segments: Sequence[Segment],
+        lives: Sequence[BoolArray | None],
+        vocab: Vocabulary,
+        analyzer: Analyzer,
+        params: BM25Params | None = None,
+        build_seconds: float = 0.0,
+    ) -> None:
+        self.collection = collection
+        self.generation = generation
+        self.version = version
+        self.segments = tuple(segments)
+        self.lives = tuple(None if live is None or bool(live.all()) else live for live in lives)
+        self.vocab = vocab
+        self.analyzer = analyzer
+        self.params = params or BM25Params()
+        self.build_seconds = build_seconds
+        sizes = [len(s) for s in self.segments]
+        self.offsets = [int(x) for x in np.concatenate([[0], np.cumsum(sizes)])[:-1]] if sizes else []
+        doc_sizes = [s.document_count for s in self.segments]
+        self.doc_offsets = [int(x) for x in np.concatenate([[0], np.cumsum(doc_sizes)])[:-1]] if doc_sizes else []
+        self._size = int(sum(sizes))
+        self.document_slots = int(sum(doc_sizes))
+        self.row_ids: IntArray = (
+            np.concatenate([np.asarray(s.row_ids) for s in self.segments]) if sizes else np.zeros(0, np.int64)
+        )
+        self.chunk_doc: IntArray = (
+            np.concatenate([np.asarray(s.chunk_doc) + o for s, o in zip(self.segments, self.doc_offsets, strict=True)])
+            if sizes
+            else np.zeros(0, np.int64)
+        )
+        self.live: BoolArray | None = None
+        if any(live is not None for live in self.lives):
+            self.live = np.concatenate(
+                [np.ones(len(s), np.bool_) if live is None else live for s, live in zip(self.segments, self.lives, strict=True)]
+            )
+        self.doc_lives = [s.doc_live(live) for s, live in zip(self.segments, self.lives, strict=True)]
+        vsize = len(vocab)
+        self.chunk_stats = FieldStats.over([(s.chunks, live) for s, live in zip(self.segments, self.lives, strict=True)], vsize)
+        self.doc_stats = FieldStats.over(
+            [(s.documents, dl) for s, dl in zip(self.segments, self.doc_lives, strict=True)], vsize
+        )
+        self.dense = DenseView(list(zip([s.dense for s in self.segments], self.offsets, self.lives, strict=True)), self._size)
+        self.bm25 = BM25View(self)
+        self.metadata = MetadataView(
+            list(zip([s.metadata for s in self.segments], self.offsets, self.lives, strict=True)), self._size
+        )
+        self.references = ReferenceView(
+            [
+                (ReferenceSegment(s.title_table, s.document_ids, s.doc_chunks, dl), off)
+                for s, off, dl in zip(self.segments, self.offsets, self.doc_lives, strict=True)
+            ],
+            self.document_of,
+        )
+        self._extractor: FilterExtractor | None = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def live_count(self) -> int:
+        return self._size if self.live is None else int(self.live.sum())
+
+    def document_of(self, position: int) -> str:
+        i = int(np.searchsorted(self.offsets, position, side="right")) - 1
+        segment = self.segments[i]
+        return segment.document_ids[int(segment.chunk_doc[position - self.offsets[i]])]
+
+    @property
+    def document_ids(self) -> list[str]:
+        """Document id per position (a list as long as the collection; for tools, not the query path)."""
+        return [s.document_ids[int(d)] for s in self.segments for d in np.asarray(s.chunk_doc)]
 
     def extractor(self) -> FilterExtractor:
         """Filter extraction over this generation's metadata values, built on first use."""
@@ -47,102 +186,474 @@ class IndexSet:
             self._extractor = FilterExtractor(self.metadata)
         return self._extractor
 
-    def __len__(self) -> int:
-        return int(self.row_ids.shape[0])
+    def with_segments(
+        self, segments: Sequence[Segment], lives: Sequence[BoolArray | None], generation: int, version: str
+    ) -> IndexSet:
+        return IndexSet(self.collection, generation, version, segments, lives, self.vocab, self.analyzer, self.params)
+
+    def tombstones(self) -> IntArray:
+        """Row ids of dead positions."""
+        dead = [np.asarray(s.row_ids)[~live] for s, live in zip(self.segments, self.lives, strict=True) if live is not None]
+        return np.concatenate(dead) if dead else np.zeros(0, dtype=np.int64)
 
     @classmethod
     def build(
-        cls, collection: str, snap: ChunkSnapshot, approximate: bool = False, bm25_dir: Path | None = None
+        cls,
+        collection: str,
+        snap: ChunkSnapshot,
+        approximate: bool = False,
+        params: BM25Params | None = None,
+        analyzer: Analyzer | None = None,
     ) -> IndexSet:
+        """Everything from one snapshot, as a single segment: the reference incremental updates must equal."""
         t0 = time.perf_counter()
-        bm25 = _load_bm25(bm25_dir, len(snap.row_ids)) if bm25_dir is not None else None
-        if bm25 is None:
-            bm25 = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts)
-            if bm25_dir is not None and snap.index_texts:
-                _save_atomically(bm25, bm25_dir)
-        return cls(
-            collection=collection,
-            generation=snap.generation,
-            version=snap.version,
-            row_ids=snap.row_ids,
-            document_ids=snap.document_ids,
-            dense=DenseIndex(snap.embeddings, approximate=approximate),
-            bm25=bm25,
-            metadata=MetadataIndex.build(snap.metadata),
-            references=ReferenceIndex.build(snap.chunk_texts, snap.document_ids, snap.titles),
-            build_seconds=time.perf_counter() - t0,
+        analyzer = analyzer or Analyzer()
+        vocab = Vocabulary()
+        segment = Segment.build(_segment_name(snap.generation), snap, analyzer, vocab, approximate)
+        built = cls(collection, snap.generation, snap.version, [segment], [None], vocab, analyzer, params)
+        built.build_seconds = time.perf_counter() - t0
+        return built
+
+    def apply(self, changes: ChangeSet, approximate: bool = False) -> IndexSet:
+        """This view moved to ``changes.generation``: removed rows tombstoned, added rows a new segment."""
+        t0 = time.perf_counter()
+        segments = list(self.segments)
+        lives = list(self.lives)
+        removed = np.asarray(changes.removed_rows, dtype=np.int64)
+        for i, segment in enumerate(segments):
+            positions = segment.positions_of_rows(removed)
+            if not positions.size:
+                continue
+            live = np.ones(len(segment), np.bool_) if lives[i] is None else lives[i].copy()  # type: ignore[union-attr]
+            newly = positions[live[positions]]
+            live[positions] = False
+            lives[i] = live
+            if segment.dense.hnsw is not None:
+                for p in newly.tolist():
+                    segment.dense.hnsw.mark_deleted(int(p))
+        if len(changes.added.row_ids):
+            segments.append(Segment.build(_segment_name(changes.generation), changes.added, self.analyzer, self.vocab))
+            lives.append(None)
+        keep = [i for i, live in enumerate(lives) if live is None or live.any()]
+        updated = self.with_segments(
+            [segments[i] for i in keep], [lives[i] for i in keep], changes.generation, changes.version
+        )
+        updated.build_seconds = time.perf_counter() - t0
+        return updated
+
+
+def _segment_name(generation: int) -> str:
+    return f"g{generation}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class LiveStatus:
+    """What ``waypost stats`` shows about a collection's derived indexes."""
+
+    generation: int
+    segments: list[dict[str, Any]]
+    tombstones: int
+    persisted_generation: int | None
+    last_merge: dict[str, Any] | None
+    last_catch_up_ms: float
+    loaded_from: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Persisted:
+    generation: int
+    manifest: Path
+
+
+class LiveIndex:
+    """The current ``IndexSet`` of one collection in this process, kept current from the change log."""
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        collection: str,
+        directory: Path | None,
+        approximate: bool = False,
+        policy: MergePolicy | None = None,
+        params: BM25Params | None = None,
+        background: bool = True,
+    ) -> None:
+        self.store = store
+        self.collection = collection
+        self.directory = directory
+        self.approximate = approximate
+        self.policy = policy or MergePolicy()
+        self.params = params or BM25Params()
+        self.background = background
+        self.analyzer = Analyzer()
+        self._current: IndexSet | None = None
+        self._lock = threading.Lock()  # one catch-up at a time; queries never take it on the fast path
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"waypost-index-{collection}")
+        self._pending: Future[None] | None = None
+        self._persisted: _Persisted | None = None
+        self.last_merge: dict[str, Any] | None = None
+        self.loaded_from = "none"
+        self.errors: list[str] = []
+
+    # -- reading ------------------------------------------------------------------------------
+    def get(self) -> IndexSet:
+        head = self.store.version(self.collection)
+        current = self._current
+        if current is not None and current.version == head:
+            return current
+        with self._lock:
+            current = self._current
+            if current is not None and current.version == self.store.version(self.collection):
+                return current
+            updated = self._catch_up(current)
+            self._current = updated
+        self._maybe_maintain(updated)
+        return updated
+
+    def _uid(self) -> str:
+        return self.store.version(self.collection).rsplit("-g", 1)[0]
+
+    def _catch_up(self, current: IndexSet | None) -> IndexSet:
+        uid = self._uid()
+        if current is not None and current.version.rsplit("-g", 1)[0] != uid:
+            current = None  # the collection was dropped and made again
+        if current is None:
+            current = self._load_persisted(uid)
+        if current is not None:
+            changes = self.store.changes(self.collection, current.generation)
+            if changes is None:  # the log was compacted past us: another process saved a newer state
+                newer = self._load_persisted(uid)
+                if newer is not None and newer.generation > current.generation:
+                    changes = self.store.changes(self.collection, newer.generation)
+                    current = newer
+            if changes is not None:
+                return current.apply(changes)
+        built = IndexSet.build(self.collection, self.store.snapshot(self.collection), self.approximate, self.params, self.analyzer)
+        self.loaded_from = "rebuilt from the store"
+        self._schedule(lambda: self._persist(built))
+        return built
+
+    # -- maintenance: merges and saves, on the worker thread -----------------------------------
+    def _schedule(self, task: Callable[[], None]) -> None:
+        if not self.background:
+            self._run(task)
+            return
+        if self._pending is not None and not self._pending.done():
+            return  # one task at a time; the next catch-up looks again
+        self._pending = self._worker.submit(self._run, task)
+
+    def _run(self, task: Callable[[], None]) -> None:
+        try:
+            task()
+        except Exception as exc:  # a failed merge or save leaves the live view as it was
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _maybe_maintain(self, state: IndexSet) -> None:
+        policy = self.policy
+        if not state.segments:
+            return
+        main, small = state.segments[0], state.segments[1:]
+        small_rows = sum(len(s) for s in small)
+        main_dead = 0 if state.lives[0] is None else int((~state.lives[0]).sum())  # type: ignore[operator]
+        if small and (
+            (small_rows > policy.main_merge_rows and small_rows > policy.main_merge_ratio * len(main))
+            or main_dead > policy.dead_ratio * max(1, len(main))
+        ):
+            self._schedule(self._merge_task(list(state.segments)))
+        elif len(small) > policy.max_small_segments:
+            self._schedule(self._merge_task(list(small)))
+        elif self.directory is not None and self._unsaved_rows(state) > policy.persist_rows:
+            self._schedule(lambda: self._persist(self._current))
+
+    def _unsaved_rows(self, state: IndexSet) -> int:
+        return sum(len(s) for s in state.segments if s.path is None)
+
+    def _merge_task(self, parts: list[Segment]) -> Callable[[], None]:
+        def merge() -> None:
+            start = self._current
+            if start is None:
+                return
+            t0 = time.perf_counter()
+            lives = {s.name: live for s, live in zip(start.segments, start.lives, strict=True)}
+            if any(s.name not in lives for s in parts):
+                return  # already merged away
+            whole = parts[0] is start.segments[0]
+            merged = Segment.merge(
+                _segment_name(start.generation),
+                [(s, lives[s.name]) for s in parts],
+                len(start.vocab),
+                approximate=self.approximate and whole,
+            )
+            with self._lock:
+                now = self._current
+                assert now is not None
+                names = {s.name for s in parts}
+                dead_rows = np.concatenate(
+                    [np.asarray(s.row_ids)[~live] for s, live in zip(now.segments, now.lives, strict=True) if s.name in names and live is not None]
+                    or [np.zeros(0, np.int64)]
+                )
+                live = np.ones(len(merged), np.bool_)
+                live[merged.positions_of_rows(dead_rows)] = False
+                segments: list[Segment] = []
+                new_lives: list[BoolArray | None] = []
+                placed = False
+                for s, l in zip(now.segments, now.lives, strict=True):
+                    if s.name in names:
+                        if not placed:
+                            segments.append(merged)
+                            new_lives.append(live)
+                            placed = True
+                        continue
+                    segments.append(s)
+                    new_lives.append(l)
+                installed = now.with_segments(segments, new_lives, now.generation, now.version)
+                self._current = installed
+            self.last_merge = {
+                "at": time.time(),
+                "segments": len(parts),
+                "rows": len(merged),
+                "seconds": round(time.perf_counter() - t0, 3),
+                "into_main": whole,
+            }
+            if self.directory is not None:
+                self._persist(installed)
+
+        return merge
+
+    # -- persistence ----------------------------------------------------------------------------
+    def _base(self, uid: str) -> Path:
+        assert self.directory is not None
+        return self.directory / uid
+
+    def _persist(self, state: IndexSet | None) -> None:
+        """Save every unsaved segment, then a manifest naming the state; acknowledge its generation."""
+        if self.directory is None or state is None:
+            return
+        uid = state.version.rsplit("-g", 1)[0]
+        base = self._base(uid)
+        base.mkdir(parents=True, exist_ok=True)
+        for segment in state.segments:
+            if segment.path is None:
+                target = base / f"seg-{segment.name}"
+                if not target.exists():
+                    tmp = base / f".tmp-{segment.name}-{uuid.uuid4().hex[:6]}"
+                    tmp.mkdir()
+                    try:
+                        segment.save(tmp)
+                        os.rename(tmp, target)
+                    finally:
+                        shutil.rmtree(tmp, ignore_errors=True)
+                segment.path = target
+        vocab_file = base / f"vocab-{len(state.vocab)}.json"
+        if not vocab_file.exists():
+            _atomic_write(vocab_file, json.dumps(state.vocab.terms[: len(state.vocab)], ensure_ascii=False))
+        manifest = {
+            "format": STATE_FORMAT,
+            "uid": uid,
+            "generation": state.generation,
+            "segments": [f"seg-{s.name}" for s in state.segments],
+            "tombstones": state.tombstones().tolist(),
+            "vocab": vocab_file.name,
+            "saved_at": time.time(),
+        }
+        path = base / f"state-{state.generation:012d}.json"
+        _atomic_write(path, json.dumps(manifest))
+        self._persisted = _Persisted(state.generation, path)
+        try:
+            self.store.acknowledge(self.collection, CONSUMER, state.generation)
+        except CollectionNotFoundError:
+            return
+        _collect_garbage(base, keep_states=2)
+
+    def _load_persisted(self, uid: str) -> IndexSet | None:
+        """The newest saved state this store can catch up from, or ``None``."""
+        if self.directory is None or not self._base(uid).exists():
+            return None
+        base = self._base(uid)
+        head = self.store.generation(self.collection)
+        for path in sorted(base.glob("state-*.json"), reverse=True):
+            try:
+                t0 = time.perf_counter()
+                manifest = json.loads(path.read_text())
+                generation = int(manifest["generation"])
+                if manifest.get("format") != STATE_FORMAT or manifest.get("uid") != uid or generation > head:
+                    continue
+                terms = json.loads((base / manifest["vocab"]).read_text())
+                vocab = Vocabulary(terms)
+                segments = [Segment.load(base / name, self.approximate) for name in manifest["segments"]]
+                if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
+                    raise ValueError("a segment uses terms the saved vocabulary lacks")
+                tombstones = np.asarray(manifest["tombstones"], dtype=np.int64)
+                lives: list[BoolArray | None] = []
+                for s in segments:
+                    dead = s.positions_of_rows(tombstones)
+                    if dead.size:
+                        live = np.ones(len(s), np.bool_)
+                        live[dead] = False
+                        lives.append(live)
+                        if s.dense.hnsw is not None:
+                            for p in dead.tolist():
+                                s.dense.hnsw.mark_deleted(int(p))
+                    else:
+                        lives.append(None)
+                state = IndexSet(
+                    self.collection, generation, f"{uid}-g{generation}", segments, lives, vocab, self.analyzer, self.params
+                )
+                state.build_seconds = time.perf_counter() - t0
+                self.loaded_from = f"{path.name} (saved generation {generation})"
+                self._persisted = _Persisted(generation, path)
+                return state
+            except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+                self.errors.append(f"ignored saved index state {path.name}: {exc}")
+                continue
+        return None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def wait(self) -> None:
+        """Block until background merges and saves are done (tests, benchmarks, shutdown)."""
+        while self._pending is not None and not self._pending.done():
+            self._pending.result()
+
+    def flush(self) -> None:
+        """Wait for background work, then persist anything unsaved."""
+        self.wait()
+        state = self._current
+        if state is not None and self.directory is not None:
+            if self._unsaved_rows(state) or self._persisted is None or self._persisted.generation != state.generation:
+                self._run(lambda: self._persist(state))
+
+    def close(self) -> None:
+        self.flush()
+        self._worker.shutdown(wait=True)
+
+    def status(self) -> LiveStatus:
+        state = self.get()
+        segments = []
+        for s, live in zip(state.segments, state.lives, strict=True):
+            segments.append(
+                {
+                    "name": s.name,
+                    "rows": len(s),
+                    "documents": s.document_count,
+                    "tombstones": 0 if live is None else int((~live).sum()),
+                    "saved": s.path is not None,
+                }
+            )
+        return LiveStatus(
+            generation=state.generation,
+            segments=segments,
+            tombstones=int(sum(x["tombstones"] for x in segments)),
+            persisted_generation=None if self._persisted is None else self._persisted.generation,
+            last_merge=self.last_merge,
+            last_catch_up_ms=round(state.build_seconds * 1000, 3),
+            loaded_from=self.loaded_from,
         )
 
 
-def _load_bm25(path: Path, size: int) -> BM25Index | None:
-    """A cached BM25 index, or ``None`` (rebuild) if it is missing, unreadable or of another size."""
-    if not (path / "ready").exists():
-        return None
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:6]}")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        bm25 = BM25Index.load(path)
-    except (OSError, ValueError, KeyError, json.JSONDecodeError):
-        return None
-    return bm25 if len(bm25) == size else None
-
-
-def _save_atomically(bm25: BM25Index, target: Path) -> None:
-    """Write beside the target, then rename into place; a cache that cannot be written is just skipped."""
-    tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        tmp.mkdir(parents=True)
-        bm25.save(tmp)
-        (tmp / "ready").write_text(json.dumps({"saved_at": time.time()}))
-        os.rename(tmp, target)  # fails if another process got there first, which is fine
-    except OSError:
-        pass
+        os.fsync(dir_fd)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        os.close(dir_fd)
 
 
-def _remove_stale(base: Path, keep: Path, tmp_grace_s: float = 3600.0) -> None:
-    """Drop cached indexes of other versions; temp dirs only when old (another process may be writing)."""
-    if not base.exists():
-        return
-    for old in base.glob("bm25-*"):
-        if old == keep:
-            continue
+def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) -> None:
+    """Drop all but the newest saved states and the segments and vocabularies no kept state names."""
+    states = sorted(base.glob("state-*.json"), reverse=True)
+    keep: set[str] = set()
+    for path in states[:keep_states]:
         try:
-            if ".tmp-" in old.name and time.time() - old.stat().st_mtime < tmp_grace_s:
-                continue
+            manifest = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        keep.update(manifest.get("segments", []))
+        keep.add(manifest.get("vocab", ""))
+    for path in states[keep_states:]:
+        path.unlink(missing_ok=True)
+    now = time.time()
+    for path in base.iterdir():
+        try:
+            if path.name.startswith(".") and ".tmp-" in path.name:
+                if now - path.stat().st_mtime > tmp_grace_s:
+                    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            elif (path.name.startswith("seg-") or path.name.startswith("vocab-")) and path.name not in keep:
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
         except OSError:
             continue
-        shutil.rmtree(old, ignore_errors=True)
 
 
 class IndexCache:
-    """Hands out the current ``IndexSet`` of a collection; rebuilds when the store's generation moved."""
+    """Hands out the current ``IndexSet`` of each collection, kept current from the change log."""
 
-    def __init__(self, store: DocumentStore, cache_dir: Path | None, approximate: bool = False) -> None:
+    def __init__(
+        self,
+        store: DocumentStore,
+        cache_dir: Path | None,
+        approximate: bool = False,
+        policy: MergePolicy | None = None,
+        background: bool = True,
+    ) -> None:
         self.store = store
         self.cache_dir = cache_dir
         self.approximate = approximate
-        self._sets: dict[str, IndexSet] = {}
+        self.policy = policy
+        self.background = background
+        self._live: dict[str, LiveIndex] = {}
         self._lock = threading.Lock()
 
+    def live(self, collection: str) -> LiveIndex:
+        found = self._live.get(collection)
+        if found is None:
+            with self._lock:
+                found = self._live.get(collection)
+                if found is None:
+                    directory = None if self.cache_dir is None else self.cache_dir / collection
+                    if directory is not None:
+                        _drop_legacy(directory)
+                    found = LiveIndex(
+                        self.store, collection, directory, self.approximate, self.policy, background=self.background
+                    )
+                    self._live[collection] = found
+        return found
+
     def get(self, collection: str) -> IndexSet:
-        current = self._sets.get(collection)
-        if current is not None and current.version == self.store.version(collection):
-            return current
-        with self._lock:
-            current = self._sets.get(collection)
-            if current is not None and current.version == self.store.version(collection):
-                return current
-            snap = self.store.snapshot(collection)
-            bm25_dir = None
-            if self.cache_dir is not None:
-                base = self.cache_dir / collection
-                bm25_dir = base / f"bm25-v3-{snap.version}"
-                _remove_stale(base, keep=bm25_dir)
-            built = IndexSet.build(collection, snap, self.approximate, bm25_dir)
-            self._sets[collection] = built
-            return built
+        return self.live(collection).get()
 
     def forget(self, collection: str) -> None:
-        self._sets.pop(collection, None)
+        with self._lock:
+            found = self._live.pop(collection, None)
+        if found is not None:
+            found.wait()
+            found._worker.shutdown(wait=True)
         if self.cache_dir is not None:
             shutil.rmtree(self.cache_dir / collection, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            live = list(self._live.values())
+            self._live.clear()
+        for index in live:
+            try:
+                index.close()
+            except CollectionNotFoundError:
+                continue
+
+
+def _drop_legacy(directory: Path) -> None:
+    """Caches of the single-snapshot design (``bm25-*``) are never read again."""
+    if directory.exists():
+        for old in directory.glob("bm25-*"):
+            shutil.rmtree(old, ignore_errors=True)
+
+
+__all__ = ["BM25Params", "IndexCache", "IndexSet", "LiveIndex", "MergePolicy"]

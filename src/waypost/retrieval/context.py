@@ -24,16 +24,18 @@ class SearchContext:
     store: DocumentStore
 
     def prefilter(self, filters: Filter | None, timer: Timer) -> Mask | None:
-        """The pre-filter mask of ``filters`` (timed), or ``None`` when there are none."""
+        """Positions a strategy may return: live ones matching ``filters`` (timed); ``None`` means all."""
+        live = self.indexes.live
         if filters is None:
-            return None
+            return live
         with timer.stage("prefilter"):
-            return self.indexes.metadata.mask(filters)
+            mask = self.indexes.metadata.mask(filters)
+            return mask if live is None else mask & live
 
     def explain(
         self, strategy: str, query: str, semantic_query: str, filters: Filter | None, mask: Mask | None, timer: Timer
     ) -> Explanation:
-        candidates = int(mask.sum()) if mask is not None else len(self.indexes)
+        candidates = int(mask.sum()) if mask is not None else self.indexes.live_count
         return Explanation(strategy, query, semantic_query, str(filters) if filters else None, candidates, timer.ms)
 
     def hits(
@@ -67,6 +69,15 @@ class SearchContext:
                 )
             )
         return out
+
+    def reference_links(self, positions: Positions) -> list[Positions]:
+        """Link targets of the chunks at ``positions`` (see ``waypost.index.references``)."""
+        rows = [int(self.indexes.row_ids[p]) for p in positions]
+        texts = {s.row_id: s.chunk.text for s in self.store.chunks_by_row(self.collection, rows)}
+        return [
+            self.indexes.references.targets(int(p), texts[r]) if r in texts else np.zeros(0, dtype=np.int64)
+            for p, r in zip(positions, rows, strict=True)
+        ]
 
 
 def ranked_table(positions: Positions, scores: Scores) -> dict[int, tuple[int, float]]:

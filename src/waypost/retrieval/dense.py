@@ -19,7 +19,7 @@ class DenseRetriever:
         with timer.stage("embed_query"):
             qvec = self.ctx.embedder.embed_query(query)
         with timer.stage("dense_search"):
-            positions, scores = self.ctx.indexes.dense.search(qvec, k, mask)
+            positions, scores = self.ctx.indexes.dense.search(qvec, k, mask, filtered=filters is not None)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"dense": ranked_table(positions, scores)})
         explanation = self.ctx.explain(self.name, query, query, filters, mask, timer)

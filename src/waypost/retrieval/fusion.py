@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -53,14 +54,21 @@ def fuse(dense: RankedList, sparse: RankedList, config: FusionConfig) -> tuple[P
 
 
 def follow_references(
-    positions: Positions, scores: Scores, targets: list[Positions], config: FusionConfig, mask: Mask | None
+    positions: Positions,
+    scores: Scores,
+    links: Callable[[Positions], list[Positions]],
+    config: FusionConfig,
+    mask: Mask | None,
 ) -> tuple[Positions, Scores, dict[int, tuple[int, float]]]:
-    """Add ``reference_weight`` x (seed score) to every chunk of a document a top seed mentions by title."""
+    """Add ``reference_weight`` x (seed score) to every chunk of a document a top seed mentions by title.
+
+    ``links(seeds)`` gives each seed's target positions."""
     if config.reference_weight <= 0 or positions.size == 0:
         return positions, scores, {}
     boost: dict[int, float] = {}
-    for seed, seed_score in zip(positions[: config.reference_seeds], scores, strict=False):
-        for target in targets[int(seed)]:
+    seeds = positions[: config.reference_seeds]
+    for targets, seed_score in zip(links(seeds), scores, strict=False):
+        for target in targets:
             t = int(target)
             if (mask is None or mask[t]) and config.reference_weight * float(seed_score) > boost.get(t, 0.0):
                 boost[t] = config.reference_weight * float(seed_score)

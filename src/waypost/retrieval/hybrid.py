@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from waypost.filters.model import Filter
 from waypost.index.topk import Mask, Positions, Scores, top_k
 from waypost.retrieval.context import SearchContext, Timer, ranked_table
@@ -19,7 +21,7 @@ def hybrid_search(
         dense_all = ctx.indexes.dense.scores(qvec)
         d_pos, d_scores = top_k(dense_all, depth, mask)
     with timer.stage("bm25_search"):
-        sparse_all = ctx.indexes.bm25.scores(query)
+        sparse_all = ctx.indexes.bm25.scores(query).astype(np.float32)
         s_pos, s_scores = top_k(sparse_all, depth, mask)
         keep = s_scores > 0
         s_pos, s_scores = s_pos[keep], s_scores[keep]
@@ -31,7 +33,7 @@ def hybrid_search(
     if config.reference_weight > 0:
         with timer.stage("references"):
             positions, scores, linked = follow_references(
-                positions, scores, ctx.indexes.references.targets, config, mask
+                positions, scores, ctx.reference_links, config, mask
             )
         if linked:
             stages["references"] = linked

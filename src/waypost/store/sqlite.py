@@ -1,4 +1,11 @@
-"""SQLite system of record: one file, WAL mode, one transaction per write batch."""
+"""SQLite system of record: one file, WAL mode, one transaction per write batch, and a change log.
+
+Every write and delete records, in its own transaction, which rows of which documents it removed and
+added at which generation (``change_log``). Derived structures catch up from that log; once every
+registered consumer has applied a generation, the entries up to it are compacted away.
+
+Threads: each thread reads through its own connection (WAL readers never wait for the writer); writes
+go through one connection behind one lock, so a long ingest batch never stalls a query."""
 
 from __future__ import annotations
 
@@ -9,10 +16,12 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from waypost.base import ChunkSnapshot, CollectionInfo, IngestItem, StoredChunk
+from waypost.base import ChangeSet, ChunkSnapshot, CollectionInfo, IngestItem, StoredChunk
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.types import Chunk, Document
 
@@ -50,6 +59,23 @@ CREATE TABLE IF NOT EXISTS chunks (
     FOREIGN KEY (collection, document_id) REFERENCES documents(collection, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS chunks_by_collection ON chunks(collection, row_id);
+CREATE TABLE IF NOT EXISTS change_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    collection TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    document_id TEXT NOT NULL,
+    op TEXT NOT NULL,
+    removed_rows BLOB NOT NULL,
+    added_rows BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS change_log_by_generation ON change_log(collection, generation);
+CREATE TABLE IF NOT EXISTS log_consumers (
+    collection TEXT NOT NULL,
+    name TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (collection, name)
+);
 """
 
 
@@ -68,86 +94,124 @@ def index_text(title: str, section: Sequence[str], text: str) -> str:
     return "\n".join([*dict.fromkeys(parts), text])
 
 
+def _ids_blob(ids: Sequence[int]) -> bytes:
+    return np.asarray(ids, dtype=np.int64).tobytes()
+
+
+def _ids(blob: bytes) -> npt.NDArray[np.int64]:
+    return np.frombuffer(blob, dtype=np.int64)
+
+
 class SQLiteStore:
     """A ``DocumentStore`` in one SQLite file. Readers never block on a writer (WAL)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = _connect(self.path)
-        self._lock = threading.RLock()
-        with self._lock:
-            self._conn.executescript(SCHEMA)
-            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(collections)")}
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._closed = False
+        self._writer = self._new_connection()
+        with self._write_lock:
+            self._writer.executescript(SCHEMA)
+            columns = {r[1] for r in self._writer.execute("PRAGMA table_info(collections)")}
             if "uid" not in columns:  # stores made before collections had a uid
-                self._conn.execute("ALTER TABLE collections ADD COLUMN uid TEXT")
-            self._conn.execute("UPDATE collections SET uid = lower(hex(randomblob(8))) WHERE uid IS NULL")
+                self._writer.execute("ALTER TABLE collections ADD COLUMN uid TEXT")
+            if "log_floor" not in columns:  # stores made before the change log: it starts now
+                self._writer.execute("ALTER TABLE collections ADD COLUMN log_floor INTEGER NOT NULL DEFAULT 0")
+                self._writer.execute("UPDATE collections SET log_floor = generation")
+            self._writer.execute("UPDATE collections SET uid = lower(hex(randomblob(8))) WHERE uid IS NULL")
+
+    def _new_connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise WaypostError(f"the store {self.path} is closed")
+        conn = _connect(self.path)
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's reading connection."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._new_connection()
+            self._local.conn = conn
+        return conn
 
     # -- collections -------------------------------------------------------------------------
     def create_collection(self, name: str, embed_model: str, embed_dim: int) -> CollectionInfo:
         if not name or "/" in name or name.startswith("."):
             raise WaypostError(f"invalid collection name {name!r}")
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO collections(name, embed_model, embed_dim, created_at, uid) VALUES (?,?,?,?,?)",
+        with self._write_lock:
+            self._writer.execute(
+                "INSERT OR IGNORE INTO collections(name, embed_model, embed_dim, created_at, uid, log_floor)"
+                " VALUES (?,?,?,?,?,0)",
                 (name, embed_model, embed_dim, time.time(), uuid.uuid4().hex[:16]),
             )
         return self.collection(name)
 
     def collection(self, name: str) -> CollectionInfo:
-        with self._lock:
-            row = self._conn.execute(
+        conn = self._conn
+        with _Transaction(conn, immediate=False):
+            row = conn.execute(
                 "SELECT name, embed_model, embed_dim, generation FROM collections WHERE name=?", (name,)
             ).fetchone()
             if row is None:
                 raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
-            docs = self._conn.execute("SELECT count(*) FROM documents WHERE collection=?", (name,)).fetchone()[0]
-            chunks = self._conn.execute("SELECT count(*) FROM chunks WHERE collection=?", (name,)).fetchone()[0]
+            docs = conn.execute("SELECT count(*) FROM documents WHERE collection=?", (name,)).fetchone()[0]
+            chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection=?", (name,)).fetchone()[0]
         return CollectionInfo(row[0], row[1], int(row[2]), int(row[3]), int(docs), int(chunks))
 
     def collections(self) -> list[CollectionInfo]:
-        with self._lock:
-            names = [r[0] for r in self._conn.execute("SELECT name FROM collections ORDER BY name")]
+        names = [r[0] for r in self._conn.execute("SELECT name FROM collections ORDER BY name")]
         return [self.collection(n) for n in names]
 
     def drop_collection(self, name: str) -> None:
         self.collection(name)
-        with self._lock, self._transaction():
-            self._conn.execute("DELETE FROM chunks WHERE collection=?", (name,))
-            self._conn.execute("DELETE FROM documents WHERE collection=?", (name,))
-            self._conn.execute("DELETE FROM collections WHERE name=?", (name,))
+        with self._write_lock, _Transaction(self._writer):
+            for table, column in (("chunks", "collection"), ("documents", "collection"), ("change_log", "collection")):
+                self._writer.execute(f"DELETE FROM {table} WHERE {column}=?", (name,))
+            self._writer.execute("DELETE FROM log_consumers WHERE collection=?", (name,))
+            self._writer.execute("DELETE FROM collections WHERE name=?", (name,))
 
-    def generation(self, name: str) -> int:
-        with self._lock:
-            row = self._conn.execute("SELECT generation FROM collections WHERE name=?", (name,)).fetchone()
+    def _head(self, conn: sqlite3.Connection, name: str) -> tuple[str, int, int]:
+        row = conn.execute("SELECT uid, generation, log_floor FROM collections WHERE name=?", (name,)).fetchone()
         if row is None:
             raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
-        return int(row[0])
+        return str(row[0]), int(row[1]), int(row[2])
+
+    def generation(self, name: str) -> int:
+        return self._head(self._conn, name)[1]
 
     def version(self, name: str) -> str:
         """Unique per collection incarnation and generation: a dropped and recreated collection never repeats one."""
-        with self._lock:
-            row = self._conn.execute("SELECT uid, generation FROM collections WHERE name=?", (name,)).fetchone()
-        if row is None:
-            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
-        return f"{row[0]}-g{row[1]}"
+        uid, generation, _floor = self._head(self._conn, name)
+        return f"{uid}-g{generation}"
 
     # -- writes ------------------------------------------------------------------------------
-    def _transaction(self, immediate: bool = True) -> _Transaction:
-        return _Transaction(self._conn, immediate)
-
     def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]:
         wanted = list(ids)
         found: dict[str, str] = {}
-        with self._lock:
-            for start in range(0, len(wanted), 500):
-                part = wanted[start : start + 500]
-                marks = ",".join("?" * len(part))
-                rows = self._conn.execute(
-                    f"SELECT id, hash FROM documents WHERE collection=? AND id IN ({marks})", (collection, *part)
-                )
-                found.update({r[0]: r[1] for r in rows})
+        conn = self._conn
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = conn.execute(
+                f"SELECT id, hash FROM documents WHERE collection=? AND id IN ({marks})", (collection, *part)
+            )
+            found.update({r[0]: r[1] for r in rows})
         return found
+
+    def _document_rows(self, collection: str, doc_id: str) -> list[int]:
+        return [
+            int(r[0])
+            for r in self._writer.execute(
+                "SELECT row_id FROM chunks WHERE collection=? AND document_id=? ORDER BY row_id", (collection, doc_id)
+            )
+        ]
 
     def write(self, collection: str, items: Sequence[IngestItem]) -> int:
         info = self.collection(collection)
@@ -157,12 +221,20 @@ class SQLiteStore:
                     f"document {item.document.id!r}: embeddings {item.embeddings.shape} do not match "
                     f"{len(item.chunks)} chunks of dimension {info.embed_dim}"
                 )
+        if not items:
+            return 0
         now = time.time()
-        with self._lock, self._transaction():
+        conn = self._writer
+        with self._write_lock, _Transaction(conn):
+            generation = self._bump(collection)
             for item in items:
                 doc = item.document
-                self._conn.execute("DELETE FROM chunks WHERE collection=? AND document_id=?", (collection, doc.id))
-                self._conn.execute(
+                removed = self._document_rows(collection, doc.id)
+                existed = conn.execute(
+                    "SELECT 1 FROM documents WHERE collection=? AND id=?", (collection, doc.id)
+                ).fetchone()
+                conn.execute("DELETE FROM chunks WHERE collection=? AND document_id=?", (collection, doc.id))
+                conn.execute(
                     "INSERT OR REPLACE INTO documents(collection,id,title,text,metadata,source,hash,added_at)"
                     " VALUES (?,?,?,?,?,?,?,?)",
                     (
@@ -176,7 +248,7 @@ class SQLiteStore:
                         now,
                     ),
                 )
-                self._conn.executemany(
+                conn.executemany(
                     "INSERT INTO chunks(collection,document_id,idx,text,start,end,token_count,section,embedding)"
                     " VALUES (?,?,?,?,?,?,?,?,?)",
                     [
@@ -194,24 +266,95 @@ class SQLiteStore:
                         for c, vec in zip(item.chunks, item.embeddings, strict=True)
                     ],
                 )
-            if items:
-                self._bump(collection)
+                added = self._document_rows(collection, doc.id)
+                self._log(collection, generation, doc.id, "replace" if existed else "add", removed, added)
         return len(items)
 
     def delete(self, collection: str, ids: Iterable[str]) -> int:
         self.collection(collection)
         removed = 0
-        with self._lock, self._transaction():
-            for doc_id in ids:
-                self._conn.execute("DELETE FROM chunks WHERE collection=? AND document_id=?", (collection, doc_id))
-                cur = self._conn.execute("DELETE FROM documents WHERE collection=? AND id=?", (collection, doc_id))
-                removed += cur.rowcount
-            if removed:
-                self._bump(collection)
+        conn = self._writer
+        with self._write_lock, _Transaction(conn):
+            generation: int | None = None
+            for doc_id in dict.fromkeys(ids):
+                rows = self._document_rows(collection, doc_id)
+                conn.execute("DELETE FROM chunks WHERE collection=? AND document_id=?", (collection, doc_id))
+                cur = conn.execute("DELETE FROM documents WHERE collection=? AND id=?", (collection, doc_id))
+                if cur.rowcount:
+                    generation = generation if generation is not None else self._bump(collection)
+                    self._log(collection, generation, doc_id, "delete", rows, [])
+                    removed += cur.rowcount
         return removed
 
-    def _bump(self, collection: str) -> None:
-        self._conn.execute("UPDATE collections SET generation = generation + 1 WHERE name=?", (collection,))
+    def _bump(self, collection: str) -> int:
+        self._writer.execute("UPDATE collections SET generation = generation + 1 WHERE name=?", (collection,))
+        return self._head(self._writer, collection)[1]
+
+    def _log(
+        self, collection: str, generation: int, doc_id: str, op: str, removed: Sequence[int], added: Sequence[int]
+    ) -> None:
+        self._writer.execute(
+            "INSERT INTO change_log(collection, generation, document_id, op, removed_rows, added_rows)"
+            " VALUES (?,?,?,?,?,?)",
+            (collection, generation, doc_id, op, _ids_blob(removed), _ids_blob(added)),
+        )
+
+    # -- the change log ----------------------------------------------------------------------
+    def changes(self, collection: str, since: int) -> ChangeSet | None:
+        """What changed after generation ``since``; ``None`` when the log no longer reaches back that far."""
+        info = self.collection(collection)
+        conn = self._conn
+        with _Transaction(conn, immediate=False):
+            uid, generation, floor = self._head(conn, collection)
+            if since < floor or since > generation:
+                return None
+            entries = conn.execute(
+                "SELECT generation, document_id, op, removed_rows, added_rows FROM change_log"
+                " WHERE collection=? AND generation > ? ORDER BY seq",
+                (collection, since),
+            ).fetchall()
+            removed = [_ids(e[3]) for e in entries]
+            added = np.unique(np.concatenate([_ids(e[4]) for e in entries])) if entries else np.zeros(0, np.int64)
+            rows = self._fetch_rows(conn, collection, added) if added.size else []
+        return ChangeSet(
+            since=since,
+            generation=generation,
+            version=f"{uid}-g{generation}",
+            removed_rows=np.unique(np.concatenate(removed)) if removed else np.zeros(0, np.int64),
+            added=self._snapshot_of(rows, generation, f"{uid}-g{generation}", info.embed_dim),
+            documents=[(int(e[0]), str(e[1]), str(e[2])) for e in entries],
+        )
+
+    def log_floor(self, collection: str) -> int:
+        return self._head(self._conn, collection)[2]
+
+    def acknowledge(self, collection: str, consumer: str, generation: int) -> None:
+        with self._write_lock, _Transaction(self._writer):
+            self._head(self._writer, collection)
+            self._writer.execute(
+                "INSERT INTO log_consumers(collection, name, generation, updated_at) VALUES (?,?,?,?)"
+                " ON CONFLICT(collection, name) DO UPDATE SET generation=excluded.generation,"
+                " updated_at=excluded.updated_at",
+                (collection, consumer, generation, time.time()),
+            )
+            applied = self._writer.execute(
+                "SELECT min(generation) FROM log_consumers WHERE collection=?", (collection,)
+            ).fetchone()[0]
+            self._writer.execute("DELETE FROM change_log WHERE collection=? AND generation <= ?", (collection, applied))
+            self._writer.execute(
+                "UPDATE collections SET log_floor = max(log_floor, ?) WHERE name=?", (applied, collection)
+            )
+
+    def consumers(self, collection: str) -> dict[str, int]:
+        rows = self._conn.execute("SELECT name, generation FROM log_consumers WHERE collection=?", (collection,))
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def forget_consumer(self, collection: str, consumer: str) -> None:
+        with self._write_lock:
+            self._writer.execute("DELETE FROM log_consumers WHERE collection=? AND name=?", (collection, consumer))
+
+    def log_size(self, collection: str) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM change_log WHERE collection=?", (collection,)).fetchone()[0])
 
     # -- reads -------------------------------------------------------------------------------
     @staticmethod
@@ -219,18 +362,16 @@ class SQLiteStore:
         return Document(id=row[0], title=row[1], text=row[2], metadata=json.loads(row[3]), source=row[4])
 
     def get_document(self, collection: str, doc_id: str) -> Document | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT id,title,text,metadata,source FROM documents WHERE collection=? AND id=?",
-                (collection, doc_id),
-            ).fetchone()
+        row = self._conn.execute(
+            "SELECT id,title,text,metadata,source FROM documents WHERE collection=? AND id=?",
+            (collection, doc_id),
+        ).fetchone()
         return None if row is None else self._document(row)
 
     def iter_documents(self, collection: str) -> Iterator[Document]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id,title,text,metadata,source FROM documents WHERE collection=? ORDER BY id", (collection,)
-            ).fetchall()
+        rows = self._conn.execute(
+            "SELECT id,title,text,metadata,source FROM documents WHERE collection=? ORDER BY id", (collection,)
+        ).fetchall()
         for row in rows:
             yield self._document(row)
 
@@ -238,14 +379,13 @@ class SQLiteStore:
         if not row_ids:
             return []
         marks = ",".join("?" * len(row_ids))
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT c.row_id, c.document_id, c.idx, c.text, c.start, c.end, c.token_count, c.section,"
-                " d.title, d.source, d.metadata FROM chunks c JOIN documents d"
-                " ON d.collection = c.collection AND d.id = c.document_id"
-                f" WHERE c.collection=? AND c.row_id IN ({marks})",
-                (collection, *[int(r) for r in row_ids]),
-            ).fetchall()
+        rows = self._conn.execute(
+            "SELECT c.row_id, c.document_id, c.idx, c.text, c.start, c.end, c.token_count, c.section,"
+            " d.title, d.source, d.metadata FROM chunks c JOIN documents d"
+            " ON d.collection = c.collection AND d.id = c.document_id"
+            f" WHERE c.collection=? AND c.row_id IN ({marks})",
+            (collection, *[int(r) for r in row_ids]),
+        ).fetchall()
         by_row = {
             int(r[0]): StoredChunk(
                 row_id=int(r[0]),
@@ -258,22 +398,37 @@ class SQLiteStore:
         }
         return [by_row[int(r)] for r in row_ids if int(r) in by_row]
 
+    _ROWS = (
+        "SELECT c.row_id, c.document_id, c.text, c.section, c.embedding, d.title, d.metadata"
+        " FROM chunks c JOIN documents d ON d.collection = c.collection AND d.id = c.document_id"
+    )
+
+    def _fetch_rows(
+        self, conn: sqlite3.Connection, collection: str, row_ids: npt.NDArray[np.int64]
+    ) -> list[tuple[object, ...]]:
+        """Rows among ``row_ids`` that still exist. Row ids only grow, so one range scan finds them."""
+        rows = conn.execute(
+            self._ROWS + " WHERE c.collection=? AND c.row_id BETWEEN ? AND ? ORDER BY c.row_id",
+            (collection, int(row_ids[0]), int(row_ids[-1])),
+        ).fetchall()
+        wanted = set(row_ids.tolist())
+        return [r for r in rows if r[0] in wanted]
+
     def snapshot(self, collection: str) -> ChunkSnapshot:
         info = self.collection(collection)
-        with self._lock, self._transaction(immediate=False):
-            generation = self.generation(collection)
-            version = self.version(collection)
-            rows = self._conn.execute(
-                "SELECT c.row_id, c.document_id, c.text, c.section, c.embedding, d.title, d.metadata"
-                " FROM chunks c JOIN documents d ON d.collection = c.collection AND d.id = c.document_id"
-                " WHERE c.collection=? ORDER BY c.row_id",
-                (collection,),
-            ).fetchall()
+        conn = self._conn
+        with _Transaction(conn, immediate=False):
+            uid, generation, _floor = self._head(conn, collection)
+            rows = conn.execute(self._ROWS + " WHERE c.collection=? ORDER BY c.row_id", (collection,)).fetchall()
+        return self._snapshot_of(rows, generation, f"{uid}-g{generation}", info.embed_dim)
+
+    @staticmethod
+    def _snapshot_of(rows: Sequence[Sequence[Any]], generation: int, version: str, dim: int) -> ChunkSnapshot:
         row_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if rows:
-            emb = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), info.embed_dim)
+            emb = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), dim)
         else:
-            emb = np.zeros((0, info.embed_dim), dtype=np.float32)
+            emb = np.zeros((0, dim), dtype=np.float32)
         meta_cache: dict[str, dict[str, object]] = {}
         bodies: dict[str, list[str]] = {}
         metadata = []
@@ -297,21 +452,32 @@ class SQLiteStore:
         )
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        with self._write_lock, self._connections_lock:
+            self._closed = True
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
 
 
 class _Transaction:
-    """BEGIN [IMMEDIATE] ... COMMIT, rolled back on any exception."""
+    """BEGIN [IMMEDIATE] ... COMMIT, rolled back on any exception. Nested use on one connection is a no-op."""
 
-    def __init__(self, conn: sqlite3.Connection, immediate: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, immediate: bool = True) -> None:
         self._conn = conn
         self._begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+        self._owner = False
 
     def __enter__(self) -> None:
-        self._conn.execute(self._begin)
+        if not self._conn.in_transaction:
+            self._conn.execute(self._begin)
+            self._owner = True
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if not self._owner:
+            return
         if exc_type is None:
             try:
                 self._conn.execute("COMMIT")

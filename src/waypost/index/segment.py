@@ -1,0 +1,248 @@
+"""An immutable index segment: the dense vectors, BM25 postings (chunks and whole documents), metadata
+indexes and document titles of a set of chunk rows. Segments are built from rows, merged from other
+segments (without re-analysing text), and saved as plain ``.npy``/JSON files loaded memory-mapped."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from waypost.base import ChunkSnapshot
+from waypost.index.dense import DenseIndex, build_hnsw, load_hnsw
+from waypost.index.lexical import Analyzer, Postings, Vocabulary, merge_postings
+from waypost.index.metadata import MetadataIndex
+from waypost.index.references import TitleTable
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+SEGMENT_FORMAT = 1
+_FULL_CHECKSUM_BYTES = 16 << 20  # files up to this size are checksummed whole; larger ones at both ends
+_EDGE = 1 << 20
+
+
+@dataclass
+class Segment:
+    name: str
+    row_ids: IntArray  # ascending
+    document_ids: list[str]  # per document slot
+    chunk_doc: IntArray  # chunk position -> document slot
+    titles: list[str]  # per document slot
+    dense: DenseIndex
+    chunks: Postings
+    documents: Postings
+    metadata: MetadataIndex
+    path: Path | None = None  # where it is saved, once it is
+    _titles: TitleTable | None = field(default=None, repr=False)
+    _doc_ptr: tuple[IntArray, IntArray] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __len__(self) -> int:
+        return int(self.row_ids.shape[0])
+
+    @property
+    def document_count(self) -> int:
+        return len(self.document_ids)
+
+    def title_table(self) -> TitleTable:
+        if self._titles is None:
+            with self._lock:
+                if self._titles is None:
+                    self._titles = TitleTable.build(self.titles)
+        return self._titles
+
+    def doc_chunks(self, slot: int) -> IntArray:
+        if self._doc_ptr is None:
+            order = np.argsort(self.chunk_doc, kind="stable")
+            ptr = np.zeros(self.document_count + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.chunk_doc, minlength=self.document_count), out=ptr[1:])
+            self._doc_ptr = (order.astype(np.int64), ptr)
+        order, ptr = self._doc_ptr
+        return order[ptr[slot] : ptr[slot + 1]]
+
+    def doc_live(self, live: BoolArray | None) -> BoolArray | None:
+        """A document is live while any of its chunks is (documents are written and removed whole)."""
+        if live is None:
+            return None
+        counts = np.bincount(self.chunk_doc, weights=live.astype(np.float64), minlength=self.document_count)
+        result: BoolArray = counts > 0
+        return result
+
+    def positions_of_rows(self, rows: IntArray) -> IntArray:
+        """Positions of those ``rows`` that are in this segment."""
+        if not len(self) or not rows.size:
+            return np.zeros(0, dtype=np.int64)
+        at = np.searchsorted(self.row_ids, rows)
+        at = np.clip(at, 0, len(self) - 1)
+        found = np.asarray(self.row_ids)[at] == rows
+        return at[found].astype(np.int64)
+
+    # -- build --------------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls, name: str, rows: ChunkSnapshot, analyzer: Analyzer, vocab: Vocabulary, approximate: bool = False
+    ) -> Segment:
+        slots: dict[str, int] = {}
+        chunk_doc = np.zeros(len(rows.document_ids), dtype=np.int64)
+        for pos, doc in enumerate(rows.document_ids):
+            chunk_doc[pos] = slots.setdefault(doc, len(slots))
+        document_ids = list(slots)
+        chunk_terms = [[vocab.add(t) for t in analyzer.terms(text)] for text in rows.index_texts]
+        doc_terms = [[vocab.add(t) for t in analyzer.terms(text)] for text in rows.document_texts]
+        size = len(vocab)
+        vectors = np.ascontiguousarray(rows.embeddings, dtype=np.float32)
+        return cls(
+            name=name,
+            row_ids=np.asarray(rows.row_ids, dtype=np.int64),
+            document_ids=document_ids,
+            chunk_doc=chunk_doc,
+            titles=[rows.titles.get(d, "") for d in document_ids],
+            dense=DenseIndex(vectors, approximate=approximate),
+            chunks=Postings.build(chunk_terms, size),
+            documents=Postings.build(doc_terms, size),
+            metadata=MetadataIndex.build(rows.metadata),
+        )
+
+    @classmethod
+    def merge(
+        cls, name: str, parts: Sequence[tuple[Segment, BoolArray | None]], vocab_size: int, approximate: bool = False
+    ) -> Segment:
+        """One segment from the live rows of several, in order; no text is analysed again."""
+        lives = [np.ones(len(s), dtype=np.bool_) if live is None else live for s, live in parts]
+        doc_lives = [s.doc_live(live) for (s, _), live in zip(parts, lives, strict=True)]
+        doc_lives_full = [
+            np.ones(s.document_count, dtype=np.bool_) if d is None else d
+            for (s, _), d in zip(parts, doc_lives, strict=True)
+        ]
+        chunk_doc: list[IntArray] = []
+        offset = 0
+        for (segment, _), live, doc_live in zip(parts, lives, doc_lives_full, strict=True):
+            remap = np.cumsum(doc_live) - 1 + offset
+            chunk_doc.append(remap[np.asarray(segment.chunk_doc)[live]])
+            offset += int(doc_live.sum())
+        dim = parts[0][0].dense.vectors.shape[1] if parts else 0
+        vectors = (
+            np.concatenate([np.asarray(s.dense.vectors)[live] for (s, _), live in zip(parts, lives, strict=True)])
+            if parts
+            else np.zeros((0, dim), dtype=np.float32)
+        )
+        return cls(
+            name=name,
+            row_ids=np.concatenate([np.asarray(s.row_ids)[live] for (s, _), live in zip(parts, lives, strict=True)]),
+            document_ids=[
+                d for (s, _), dl in zip(parts, doc_lives_full, strict=True) for d, ok in zip(s.document_ids, dl) if ok
+            ],
+            chunk_doc=np.concatenate(chunk_doc) if chunk_doc else np.zeros(0, dtype=np.int64),
+            titles=[t for (s, _), dl in zip(parts, doc_lives_full, strict=True) for t, ok in zip(s.titles, dl) if ok],
+            dense=DenseIndex(np.ascontiguousarray(vectors, dtype=np.float32), approximate=approximate),
+            chunks=merge_postings([(s.chunks, live) for (s, _), live in zip(parts, lives, strict=True)], vocab_size),
+            documents=merge_postings(
+                [(s.documents, dl) for (s, _), dl in zip(parts, doc_lives_full, strict=True)], vocab_size
+            ),
+            metadata=MetadataIndex.merge([(s.metadata, live) for (s, _), live in zip(parts, lives, strict=True)]),
+        )
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        """Write every file into ``path`` (a fresh directory), then ``segment.json`` with checksums last."""
+        files: list[str] = []
+        arrays = {
+            "row_ids.npy": np.asarray(self.row_ids, dtype=np.int64),
+            "chunk_doc.npy": np.asarray(self.chunk_doc, dtype=np.int64),
+            "vectors.npy": np.asarray(self.dense.vectors, dtype=np.float32),
+        }
+        for file, arr in arrays.items():
+            np.save(path / file, arr, allow_pickle=False)
+            files.append(file)
+        files += self.chunks.save(path, "chunks")
+        files += self.documents.save(path, "documents")
+        files += self.metadata.save(path)
+        (path / "documents.json").write_text(
+            json.dumps({"ids": self.document_ids, "titles": self.titles}, ensure_ascii=False)
+        )
+        files.append("documents.json")
+        if self.dense.hnsw is not None:
+            self.dense.hnsw.save_index(str(path / "hnsw.bin"))
+            files.append("hnsw.bin")
+        for file in files:
+            _fsync(path / file)
+        manifest = {
+            "format": SEGMENT_FORMAT,
+            "name": self.name,
+            "rows": len(self),
+            "documents": self.document_count,
+            "terms_chunks": self.chunks.terms,
+            "terms_documents": self.documents.terms,
+            "dim": int(self.dense.vectors.shape[1]),
+            "files": {f: _checksum(path / f) for f in files},
+        }
+        (path / "segment.json").write_text(json.dumps(manifest))
+        _fsync(path / "segment.json")
+        self.path = path
+
+    @classmethod
+    def load(cls, path: Path, approximate: bool = False) -> Segment:
+        """A saved segment, memory-mapped; raises ``ValueError``/``OSError`` if anything is missing or corrupt."""
+        manifest = json.loads((path / "segment.json").read_text())
+        if manifest.get("format") != SEGMENT_FORMAT:
+            raise ValueError(f"segment {path} has format {manifest.get('format')}, expected {SEGMENT_FORMAT}")
+        for file, expected in manifest["files"].items():
+            if _checksum(path / file) != expected:
+                raise ValueError(f"segment file {path / file} is corrupt (checksum mismatch)")
+        rows, docs = int(manifest["rows"]), int(manifest["documents"])
+        vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        row_ids = np.load(path / "row_ids.npy", allow_pickle=False)
+        chunk_doc = np.load(path / "chunk_doc.npy", allow_pickle=False)
+        info = json.loads((path / "documents.json").read_text())
+        if vectors.shape != (rows, manifest["dim"]) or row_ids.shape != (rows,) or chunk_doc.shape != (rows,):
+            raise ValueError(f"segment {path} has arrays of the wrong shape")
+        if len(info["ids"]) != docs or len(info["titles"]) != docs:
+            raise ValueError(f"segment {path} lists the wrong number of documents")
+        hnsw = None
+        if approximate and (path / "hnsw.bin").exists():
+            hnsw = load_hnsw(path / "hnsw.bin", int(manifest["dim"]), rows)
+        dense = DenseIndex(vectors, approximate=approximate and hnsw is None, hnsw=hnsw)
+        segment = cls(
+            name=str(manifest["name"]),
+            row_ids=row_ids,
+            document_ids=list(info["ids"]),
+            chunk_doc=chunk_doc,
+            titles=list(info["titles"]),
+            dense=dense,
+            chunks=Postings.load(path, "chunks", rows, int(manifest["terms_chunks"])),
+            documents=Postings.load(path, "documents", docs, int(manifest["terms_documents"])),
+            metadata=MetadataIndex.load(path),
+            path=path,
+        )
+        if segment.metadata.size != rows:
+            raise ValueError(f"segment {path} has a metadata index of the wrong size")
+        return segment
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _checksum(path: Path) -> str:
+    """size:crc32 of the whole file, or of its first and last MiB when it is large (mapped data)."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        if size <= _FULL_CHECKSUM_BYTES:
+            crc = zlib.crc32(fh.read())
+        else:
+            crc = zlib.crc32(fh.read(_EDGE))
+            fh.seek(size - _EDGE)
+            crc = zlib.crc32(fh.read(_EDGE), crc)
+    return f"{size}:{crc:08x}"
