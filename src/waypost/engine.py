@@ -14,7 +14,7 @@ from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Filter
-from waypost.index.set import IndexCache
+from waypost.index.set import IndexCache, MergePolicy
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
 from waypost.llm.accounting import PriceTable
@@ -35,6 +35,8 @@ class EngineConfig:
     chunk_tokens: int = 200
     fusion: FusionConfig = field(default_factory=FusionConfig)
     approximate_dense: bool = False
+    merge_policy: MergePolicy = field(default_factory=MergePolicy)  # when index segments merge and are saved
+    background_index_work: bool = True  # merges and saves on a worker thread (False: inline, for tests)
     embed_cache: Path | None = None  # None: <store>/embedding-cache.sqlite
     api_key: str | None = None
     llm: str = "none"  # none | smollm2 | gguf:PATH | openai:MODEL@URL
@@ -51,7 +53,13 @@ class Engine:
         self.path = Path(path)
         self.config = config or EngineConfig()
         self.store = SQLiteStore(self.path / "store.sqlite")
-        self.indexes = IndexCache(self.store, self.path / "indexes", self.config.approximate_dense)
+        self.indexes = IndexCache(
+            self.store,
+            self.path / "indexes",
+            self.config.approximate_dense,
+            self.config.merge_policy,
+            background=self.config.background_index_work,
+        )
         self._embedders: dict[str, Embedder] = {}
         self._lock = threading.Lock()
         self._llm: LLMProvider | None = None
