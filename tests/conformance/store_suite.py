@@ -116,3 +116,61 @@ class StoreConformance:
                 [good, IngestItem(broken.document, broken.chunks, np.vstack([broken.embeddings, broken.embeddings]))],
             )
         assert store.collection("c").documents == 0
+
+    # -- the change log ----------------------------------------------------------------------
+    def test_change_log_says_what_changed_since_a_generation(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d1", LONG), item("d2", "Second.")])
+        g1 = store.generation("c")
+        rows_d1 = [r for r, d in zip(store.snapshot("c").row_ids, store.snapshot("c").document_ids) if d == "d1"]
+        store.write("c", [item("d1", "Replaced text.")])
+        store.delete("c", ["d2"])
+        store.write("c", [item("d3", "Third.")])
+        changes = store.changes("c", g1)
+        assert changes is not None
+        assert changes.since == g1 and changes.generation == store.generation("c")
+        assert changes.version == store.version("c")
+        assert [(op, doc) for _g, doc, op in changes.documents] == [("replace", "d1"), ("delete", "d2"), ("add", "d3")]
+        snap = store.snapshot("c")
+        assert set(changes.added.row_ids.tolist()) == set(snap.row_ids.tolist()) - {
+            r for r, d in zip(snap.row_ids, snap.document_ids) if d not in {"d1", "d3"}
+        }
+        assert set(rows_d1) <= set(changes.removed_rows.tolist())
+        assert changes.added.document_ids.count("d1") == 1 and "d3" in changes.added.document_ids
+        np.testing.assert_allclose(changes.added.embeddings, snap.embeddings[np.isin(snap.row_ids, changes.added.row_ids)])
+        empty = store.changes("c", store.generation("c"))
+        assert empty is not None and empty.empty and len(empty.added.row_ids) == 0
+
+    def test_rows_added_then_removed_in_the_span_are_only_removed(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        g0 = store.generation("c")
+        store.write("c", [item("d1", "Short-lived.")])
+        store.delete("c", ["d1"])
+        changes = store.changes("c", g0)
+        assert changes is not None and len(changes.added.row_ids) == 0 and changes.removed_rows.size == 1
+
+    def test_log_is_compacted_once_every_consumer_applied_it(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        for i in range(4):
+            store.write("c", [item(f"d{i}", f"Text {i}.")])
+        store.acknowledge("c", "slow", 2)
+        store.acknowledge("c", "fast", 4)
+        assert store.consumers("c") == {"fast": 4, "slow": 2}
+        assert store.log_floor("c") == 2
+        assert store.changes("c", 1) is None  # compacted: that consumer must rebuild from a snapshot
+        later = store.changes("c", 2)
+        assert later is not None and [d for _g, d, _op in later.documents] == ["d2", "d3"]
+        store.forget_consumer("c", "slow")
+        store.acknowledge("c", "fast", 4)
+        assert store.log_floor("c") == 4 and store.changes("c", 3) is None
+        assert store.changes("c", 4) is not None
+
+    def test_dropping_a_collection_drops_its_log(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d1", "One.")])
+        store.acknowledge("c", "x", 0)
+        store.drop_collection("c")
+        store.create_collection("c", "m", DIM)
+        assert store.consumers("c") == {} and store.log_floor("c") == 0
+        changes = store.changes("c", 0)
+        assert changes is not None and changes.empty
