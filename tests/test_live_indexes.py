@@ -231,3 +231,51 @@ def test_the_change_log_is_compacted_once_saved_and_a_lagging_process_reloads(tm
     assert reader.indexes.live("c").loaded_from.startswith("state-")
     writer.close()
     reader.close()
+
+
+def test_queries_run_while_another_thread_ingests(tmp_path: Path, memo: Embedder) -> None:
+    """One engine, one collection: a writer thread ingests while reader threads query. No query fails,
+    and no reader ever sees part of a document (every document is seen with all of its chunks or none)."""
+    import threading
+
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=32))
+    engine.register_embedder(memo)
+    coll = engine.collection("c", create=True)
+    rng = random.Random(21)
+    docs = [make_doc(rng, f"d{i}") for i in range(60)]
+    coll.add(docs[:10])
+    expected_chunks: dict[str, int] = {}
+    for d in docs:
+        expected_chunks[d.id] = len(engine.collection("c")._ingestor().chunker.chunk(d.id, d.text))
+    errors: list[str] = []
+    done = threading.Event()
+    seen_sizes: set[int] = set()
+
+    def reader() -> None:
+        while not done.is_set():
+            try:
+                indexes = coll.context().indexes
+                live = np.ones(len(indexes), np.bool_) if indexes.live is None else indexes.live
+                counts: dict[str, int] = {}
+                for pos in np.flatnonzero(live):
+                    doc = indexes.document_of(int(pos))
+                    counts[doc] = counts.get(doc, 0) + 1
+                for doc, n in counts.items():
+                    if n != expected_chunks[doc]:
+                        errors.append(f"{doc}: {n} of {expected_chunks[doc]} chunks visible")
+                seen_sizes.add(len(counts))
+                coll.retrieve(rng.choice(QUERIES), "hybrid", k=5)
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for start in range(10, 60, 5):
+        coll.add(docs[start : start + 5])
+    done.set()
+    for t in threads:
+        t.join()
+    engine.close()
+    assert not errors, errors[:5]
+    assert len(seen_sizes) >= 3, f"readers did not interleave with the writer: {sorted(seen_sizes)}"

@@ -10,9 +10,9 @@ build exactly.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,13 +42,14 @@ class Analyzer:
         self._lock = threading.Lock()
 
     def terms(self, text: str) -> list[str]:
-        words = [w for w in _TOKEN.findall(text.lower()) if w not in self._stop]
+        stop = self._stop
+        words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
         stems = self._stems
-        missing = [w for w in dict.fromkeys(words) if w not in stems]
+        missing = [w for w in set(words) if w not in stems]
         if missing:
             with self._lock:
                 stems.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
-        return [stems[w] for w in words]
+        return list(map(stems.__getitem__, words))
 
 
 class Vocabulary:
@@ -77,6 +78,14 @@ class Vocabulary:
     def lookup(self, terms: Sequence[str]) -> list[int]:
         return [self.ids[t] for t in terms if t in self.ids]
 
+    def encode(self, terms: Sequence[str]) -> list[int]:
+        """Ids of ``terms``, adding the new ones."""
+        ids = self.ids
+        for term in set(terms):
+            if term not in ids:
+                self.add(term)
+        return list(map(ids.__getitem__, terms))
+
 
 @dataclass(frozen=True)
 class Postings:
@@ -101,21 +110,12 @@ class Postings:
         from scipy import sparse
 
         rows = len(token_ids)
-        ptr = np.zeros(rows + 1, dtype=np.int64)
-        cols: list[int] = []
-        data: list[float] = []
-        lengths = np.zeros(rows, dtype=np.float32)
-        for i, ids in enumerate(token_ids):
-            counts = Counter(ids)
-            keys = sorted(counts)
-            cols.extend(keys)
-            data.extend(float(counts[k]) for k in keys)
-            ptr[i + 1] = ptr[i] + len(keys)
-            lengths[i] = len(ids)
-        csr = sparse.csr_matrix(
-            (np.asarray(data, dtype=np.float32), np.asarray(cols, dtype=np.int32), ptr), shape=(rows, vocab_size)
-        )
-        return cls.from_csr(csr, lengths)
+        lengths = np.fromiter((len(ids) for ids in token_ids), dtype=np.int64, count=rows)
+        cols = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int32, count=int(lengths.sum()))
+        owner = np.repeat(np.arange(rows, dtype=np.int32), lengths)
+        ones = np.ones(cols.shape[0], dtype=np.float32)
+        csr = sparse.coo_matrix((ones, (owner, cols)), shape=(rows, vocab_size)).tocsr()  # sums repeats: tf
+        return cls.from_csr(csr, lengths.astype(np.float32))
 
     @classmethod
     def from_csr(cls, csr: Any, lengths: npt.NDArray[np.float32]) -> Postings:

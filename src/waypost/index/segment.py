@@ -95,8 +95,8 @@ class Segment:
         for pos, doc in enumerate(rows.document_ids):
             chunk_doc[pos] = slots.setdefault(doc, len(slots))
         document_ids = list(slots)
-        chunk_terms = [[vocab.add(t) for t in analyzer.terms(text)] for text in rows.index_texts]
-        doc_terms = [[vocab.add(t) for t in analyzer.terms(text)] for text in rows.document_texts]
+        chunk_terms = [vocab.encode(analyzer.terms(text)) for text in rows.index_texts]
+        doc_terms = [vocab.encode(analyzer.terms(text)) for text in rows.document_texts]
         size = len(vocab)
         vectors = np.ascontiguousarray(rows.embeddings, dtype=np.float32)
         return cls(
