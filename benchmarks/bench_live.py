@@ -60,9 +60,7 @@ def scale_store(data: Path, target: int) -> Path:
     copy = 0
     while coll.info.chunks < target:
         for ds in sources:
-            docs = (
-                Document(f"c{copy}:{d.id}", d.text, d.title, d.metadata, d.source) for d in ds.corpus()
-            )
+            docs = (Document(f"c{copy}:{d.id}", d.text, d.title, d.metadata, d.source) for d in ds.corpus())
             coll.add(docs, show_progress=True, total=ds.corpus_size())
         copy += 1
     coll.retrieve("warm up", "hybrid")  # builds and saves the indexes
@@ -180,7 +178,7 @@ def bench_ingest_while_querying(path: Path, queries: list[str], docs: list[Docum
                 t0 = time.perf_counter()
                 try:
                     coll.retrieve(q, "hybrid", k=10)
-                except Exception as exc:  # noqa: BLE001 - counted and reported
+                except Exception as exc:
                     with lock:
                         failures.append(repr(exc))
                     continue

@@ -17,7 +17,7 @@ from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.beir import load_beir
 from waypost.evaluation.metrics import ndcg_at, recall_at
 from waypost.evaluation.runner import COLLECTION, default_cache_dir, eval_store_dir, prepare
-from waypost.index.bm25 import BM25Index
+from waypost.index.set import BM25Params, IndexSet
 from waypost.index.topk import top_k
 from waypost.retrieval.fusion import FusionConfig, FusionMethod, RankedList, fuse
 
@@ -41,8 +41,8 @@ def main() -> None:
     engine = Engine(eval_store_dir(dataset, config, default_cache_dir()), config)
     prepare(dataset, engine, show_progress=True)
     coll = engine.collection(COLLECTION)
-    indexes = engine.indexes.get(COLLECTION)
     snap = engine.store.snapshot(COLLECTION)
+    indexes = IndexSet.build(COLLECTION, snap)  # one segment in snapshot order: positions agree below
     docs = indexes.document_ids
     queries = dataset.queries
     qvecs = coll.embedder.inner.embed_documents([q.text for q in queries])  # type: ignore[attr-defined]
@@ -54,13 +54,13 @@ def main() -> None:
         return {"ndcg@10": round(float(np.mean(nd)), 4), "recall@5": round(float(np.mean(r5)), 4)}
 
     results = {"dense": score([doc_ranking(top_k(d, 300)[0], docs) for d in dense_all])}
-    chunk_only = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts, doc_weight=0.0)
+    chunk_only = IndexSet.build(COLLECTION, snap, params=BM25Params(doc_weight=0.0)).bm25
     results["bm25 chunks only (doc_weight=0)"] = score(
-        [doc_ranking(top_k(chunk_only.scores(q.text), 300)[0], docs) for q in queries]
+        [doc_ranking(top_k(chunk_only.scores(q.text).astype(np.float32), 300)[0], docs) for q in queries]
     )
     for k1, b in [(0.9, 0.4), (1.2, 0.75)]:
-        bm25 = BM25Index.build(snap.index_texts, snap.document_ids, snap.document_texts, k1=k1, b=b)
-        sparse_all = [bm25.scores(q.text) for q in queries]
+        bm25 = IndexSet.build(COLLECTION, snap, params=BM25Params(k1=k1, b=b)).bm25
+        sparse_all = [bm25.scores(q.text).astype(np.float32) for q in queries]
         results[f"bm25 k1={k1} b={b}"] = score([doc_ranking(top_k(s, 300)[0], docs) for s in sparse_all])
         for method, alphas in [
             (FusionMethod.RRF, [0.5]),

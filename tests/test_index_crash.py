@@ -14,7 +14,6 @@ from pathlib import Path
 from tests.test_live_indexes import QueryMemo, assert_same, make_doc
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
-from waypost.index.set import MergePolicy
 
 # Every catch-up merges everything into the main segment and saves it: the writer is almost always
 # inside a merge or a save.
@@ -46,7 +45,11 @@ WRITER = textwrap.dedent(
 def start(store: Path, seed: int) -> subprocess.Popen[str]:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(store), str(seed)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRITER, str(store), str(seed)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

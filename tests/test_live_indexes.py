@@ -23,7 +23,13 @@ WORDS = (
     "drought harvest festival treaty charter census ledger archive mill forge kiln loom"
 ).split()
 PLACES = ["Northbridge Abbey", "Calloway Harbour", "Mount Verrin", "Lake Ostrava", "Fenwick Mill", "Aldergate"]
-QUERIES = ["copper mill on the river", "falcon and heron", "Calloway Harbour treaty", "storm drought harvest", "granite quarry"]
+QUERIES = [
+    "copper mill on the river",
+    "falcon and heron",
+    "Calloway Harbour treaty",
+    "storm drought harvest",
+    "granite quarry",
+]
 
 
 def make_doc(rng: random.Random, doc_id: str, version: int = 0) -> Document:
@@ -110,7 +116,9 @@ def assert_same(engine: Engine, name: str, filters: list[Filter]) -> None:
 def test_incremental_indexes_equal_a_rebuild_after_every_change(
     tmp_path: Path, memo: Embedder, background: bool
 ) -> None:
-    policy = MergePolicy(max_small_segments=3, main_merge_rows=12, main_merge_ratio=0.2, dead_ratio=0.15, persist_rows=6)
+    policy = MergePolicy(
+        max_small_segments=3, main_merge_rows=12, main_merge_ratio=0.2, dead_ratio=0.15, persist_rows=6
+    )
     config = EngineConfig(chunk_tokens=32, merge_policy=policy, background_index_work=background)
     engine = Engine(tmp_path / "store", config)
     engine.register_embedder(memo)
@@ -183,7 +191,9 @@ def test_opening_a_saved_store_rebuilds_nothing(tmp_path: Path, memo: Embedder) 
     live = reopened.indexes.live("c")
     state = live.get()
     assert live.loaded_from.startswith("state-"), live.loaded_from
-    assert [len(s) for s in state.segments][1:] == [len(reopened.store.snapshot("c").document_ids) - len(state.segments[0])]
+    assert [len(s) for s in state.segments][1:] == [
+        len(reopened.store.snapshot("c").document_ids) - len(state.segments[0])
+    ]
     assert not state.segments[-1].path  # caught up from the log, not yet saved
     assert_same(reopened, "c", [])
     reopened.close()
@@ -265,7 +275,7 @@ def test_queries_run_while_another_thread_ingests(tmp_path: Path, memo: Embedder
                         errors.append(f"{doc}: {n} of {expected_chunks[doc]} chunks visible")
                 seen_sizes.add(len(counts))
                 coll.retrieve(rng.choice(QUERIES), "hybrid", k=5)
-            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            except Exception as exc:
                 errors.append(repr(exc))
 
     threads = [threading.Thread(target=reader) for _ in range(2)]

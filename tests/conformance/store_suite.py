@@ -122,7 +122,8 @@ class StoreConformance:
         store.create_collection("c", "m", DIM)
         store.write("c", [item("d1", LONG), item("d2", "Second.")])
         g1 = store.generation("c")
-        rows_d1 = [r for r, d in zip(store.snapshot("c").row_ids, store.snapshot("c").document_ids) if d == "d1"]
+        before = store.snapshot("c")
+        rows_d1 = [r for r, d in zip(before.row_ids, before.document_ids, strict=True) if d == "d1"]
         store.write("c", [item("d1", "Replaced text.")])
         store.delete("c", ["d2"])
         store.write("c", [item("d3", "Third.")])
@@ -133,11 +134,13 @@ class StoreConformance:
         assert [(op, doc) for _g, doc, op in changes.documents] == [("replace", "d1"), ("delete", "d2"), ("add", "d3")]
         snap = store.snapshot("c")
         assert set(changes.added.row_ids.tolist()) == set(snap.row_ids.tolist()) - {
-            r for r, d in zip(snap.row_ids, snap.document_ids) if d not in {"d1", "d3"}
+            r for r, d in zip(snap.row_ids, snap.document_ids, strict=False) if d not in {"d1", "d3"}
         }
         assert set(rows_d1) <= set(changes.removed_rows.tolist())
         assert changes.added.document_ids.count("d1") == 1 and "d3" in changes.added.document_ids
-        np.testing.assert_allclose(changes.added.embeddings, snap.embeddings[np.isin(snap.row_ids, changes.added.row_ids)])
+        np.testing.assert_allclose(
+            changes.added.embeddings, snap.embeddings[np.isin(snap.row_ids, changes.added.row_ids)]
+        )
         empty = store.changes("c", store.generation("c"))
         assert empty is not None and empty.empty and len(empty.added.row_ids) == 0
 

@@ -241,7 +241,9 @@ class MetadataIndex:
         num_pos = np.load(path / "metadata.numeric_positions.npy", allow_pickle=False)
         num_ptr = np.load(path / "metadata.numeric_ptr.npy", allow_pickle=False)
         for j, name in enumerate(header["numeric"]):
-            index.numeric[name] = NumericColumn(values[num_ptr[j] : num_ptr[j + 1]], num_pos[num_ptr[j] : num_ptr[j + 1]])
+            index.numeric[name] = NumericColumn(
+                values[num_ptr[j] : num_ptr[j + 1]], num_pos[num_ptr[j] : num_ptr[j + 1]]
+            )
         index.stats = {n: FieldStats(v[0], bool(v[1]), int(v[2])) for n, v in header["stats"].items()}
         return index
 
@@ -278,8 +280,8 @@ class MetadataIndex:
                 else:
                     have.is_list = have.is_list or st.is_list
                     have.kind = have.kind if have.kind == st.kind else "mixed"
-        for name, table in inverted.items():
-            merged.inverted[name] = {k: np.sort(np.concatenate(v)) for k, v in table.items()}
+        for name, lists in inverted.items():
+            merged.inverted[name] = {k: np.sort(np.concatenate(v)) for k, v in lists.items()}
         for name, (vals, poss) in numbers.items():
             arr = np.concatenate(vals)
             pos_arr = np.concatenate(poss)
@@ -359,9 +361,7 @@ class MetadataView:
         return None if lo > hi else (lo, hi)
 
     def positions(self, name: str, value: Any) -> IntArray:
-        parts = [
-            self._live(index, live, index.positions(name, value)) + offset for index, offset, live in self._parts
-        ]
+        parts = [self._live(index, live, index.positions(name, value)) + offset for index, offset, live in self._parts]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def mask(self, flt: Filter) -> Mask:

@@ -102,9 +102,7 @@ class ReferenceView:
         return [self.targets(int(p), t) for p, t in zip(positions, texts, strict=True)]
 
 
-def reference_targets(
-    chunk_texts: list[str], document_ids: list[str], titles: dict[str, str]
-) -> list[IntArray]:
+def reference_targets(chunk_texts: list[str], document_ids: list[str], titles: dict[str, str]) -> list[IntArray]:
     """Every chunk's link targets over one in-memory corpus (for tests and tools)."""
     slots: dict[str, int] = {}
     for doc in document_ids:

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.base import ChunkSnapshot
-from waypost.index.dense import DenseIndex, build_hnsw, load_hnsw
+from waypost.index.dense import DenseIndex, load_hnsw
 from waypost.index.lexical import Analyzer, Postings, Vocabulary, merge_postings
 from waypost.index.metadata import MetadataIndex
 from waypost.index.references import TitleTable
@@ -83,7 +83,8 @@ class Segment:
         at = np.searchsorted(self.row_ids, rows)
         at = np.clip(at, 0, len(self) - 1)
         found = np.asarray(self.row_ids)[at] == rows
-        return at[found].astype(np.int64)
+        result: IntArray = at[found].astype(np.int64)
+        return result
 
     # -- build --------------------------------------------------------------------------------
     @classmethod
@@ -134,14 +135,18 @@ class Segment:
             if parts
             else np.zeros((0, dim), dtype=np.float32)
         )
+        document_ids: list[str] = []
+        titles: list[str] = []
+        for (segment, _), doc_live in zip(parts, doc_lives_full, strict=True):
+            kept = np.flatnonzero(doc_live).tolist()
+            document_ids += [segment.document_ids[i] for i in kept]
+            titles += [segment.titles[i] for i in kept]
         return cls(
             name=name,
             row_ids=np.concatenate([np.asarray(s.row_ids)[live] for (s, _), live in zip(parts, lives, strict=True)]),
-            document_ids=[
-                d for (s, _), dl in zip(parts, doc_lives_full, strict=True) for d, ok in zip(s.document_ids, dl) if ok
-            ],
+            document_ids=document_ids,
             chunk_doc=np.concatenate(chunk_doc) if chunk_doc else np.zeros(0, dtype=np.int64),
-            titles=[t for (s, _), dl in zip(parts, doc_lives_full, strict=True) for t, ok in zip(s.titles, dl) if ok],
+            titles=titles,
             dense=DenseIndex(np.ascontiguousarray(vectors, dtype=np.float32), approximate=approximate),
             chunks=merge_postings([(s.chunks, live) for (s, _), live in zip(parts, lives, strict=True)], vocab_size),
             documents=merge_postings(
@@ -154,7 +159,7 @@ class Segment:
     def save(self, path: Path) -> None:
         """Write every file into ``path`` (a fresh directory), then ``segment.json`` with checksums last."""
         files: list[str] = []
-        arrays = {
+        arrays: dict[str, npt.NDArray[np.generic]] = {
             "row_ids.npy": np.asarray(self.row_ids, dtype=np.int64),
             "chunk_doc.npy": np.asarray(self.chunk_doc, dtype=np.int64),
             "vectors.npy": np.asarray(self.dense.vectors, dtype=np.float32),

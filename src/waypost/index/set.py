@@ -139,15 +139,22 @@ class IndexSet:
         self.live: BoolArray | None = None
         if any(live is not None for live in self.lives):
             self.live = np.concatenate(
-                [np.ones(len(s), np.bool_) if live is None else live for s, live in zip(self.segments, self.lives, strict=True)]
+                [
+                    np.ones(len(s), np.bool_) if live is None else live
+                    for s, live in zip(self.segments, self.lives, strict=True)
+                ]
             )
         self.doc_lives = [s.doc_live(live) for s, live in zip(self.segments, self.lives, strict=True)]
         vsize = len(vocab)
-        self.chunk_stats = FieldStats.over([(s.chunks, live) for s, live in zip(self.segments, self.lives, strict=True)], vsize)
+        self.chunk_stats = FieldStats.over(
+            [(s.chunks, live) for s, live in zip(self.segments, self.lives, strict=True)], vsize
+        )
         self.doc_stats = FieldStats.over(
             [(s.documents, dl) for s, dl in zip(self.segments, self.doc_lives, strict=True)], vsize
         )
-        self.dense = DenseView(list(zip([s.dense for s in self.segments], self.offsets, self.lives, strict=True)), self._size)
+        self.dense = DenseView(
+            list(zip([s.dense for s in self.segments], self.offsets, self.lives, strict=True)), self._size
+        )
         self.bm25 = BM25View(self)
         self.metadata = MetadataView(
             list(zip([s.metadata for s in self.segments], self.offsets, self.lives, strict=True)), self._size
@@ -193,7 +200,9 @@ class IndexSet:
 
     def tombstones(self) -> IntArray:
         """Row ids of dead positions."""
-        dead = [np.asarray(s.row_ids)[~live] for s, live in zip(self.segments, self.lives, strict=True) if live is not None]
+        dead = [
+            np.asarray(s.row_ids)[~live] for s, live in zip(self.segments, self.lives, strict=True) if live is not None
+        ]
         return np.concatenate(dead) if dead else np.zeros(0, dtype=np.int64)
 
     @classmethod
@@ -331,7 +340,9 @@ class LiveIndex:
                     current = newer
             if changes is not None:
                 return current.apply(changes)
-        built = IndexSet.build(self.collection, self.store.snapshot(self.collection), self.approximate, self.params, self.analyzer)
+        built = IndexSet.build(
+            self.collection, self.store.snapshot(self.collection), self.approximate, self.params, self.analyzer
+        )
         self.loaded_from = "rebuilt from the store"
         self._schedule(lambda: self._persist(built))
         return built
@@ -392,7 +403,11 @@ class LiveIndex:
                 assert now is not None
                 names = {s.name for s in parts}
                 dead_rows = np.concatenate(
-                    [np.asarray(s.row_ids)[~live] for s, live in zip(now.segments, now.lives, strict=True) if s.name in names and live is not None]
+                    [
+                        np.asarray(s.row_ids)[~live]
+                        for s, live in zip(now.segments, now.lives, strict=True)
+                        if s.name in names and live is not None
+                    ]
                     or [np.zeros(0, np.int64)]
                 )
                 live = np.ones(len(merged), np.bool_)
@@ -400,7 +415,7 @@ class LiveIndex:
                 segments: list[Segment] = []
                 new_lives: list[BoolArray | None] = []
                 placed = False
-                for s, l in zip(now.segments, now.lives, strict=True):
+                for s, old_live in zip(now.segments, now.lives, strict=True):
                     if s.name in names:
                         if not placed:
                             segments.append(merged)
@@ -408,7 +423,7 @@ class LiveIndex:
                             placed = True
                         continue
                     segments.append(s)
-                    new_lives.append(l)
+                    new_lives.append(old_live)
                 installed = now.with_segments(segments, new_lives, now.generation, now.version)
                 self._current = installed
             self.last_merge = {
@@ -500,7 +515,14 @@ class LiveIndex:
                     else:
                         lives.append(None)
                 state = IndexSet(
-                    self.collection, generation, f"{uid}-g{generation}", segments, lives, vocab, self.analyzer, self.params
+                    self.collection,
+                    generation,
+                    f"{uid}-g{generation}",
+                    segments,
+                    lives,
+                    vocab,
+                    self.analyzer,
+                    self.params,
                 )
                 state.build_seconds = time.perf_counter() - t0
                 self.loaded_from = f"{path.name} (saved generation {generation})"
@@ -531,7 +553,7 @@ class LiveIndex:
 
     def status(self) -> LiveStatus:
         state = self.get()
-        segments = []
+        segments: list[dict[str, Any]] = []
         for s, live in zip(state.segments, state.lives, strict=True):
             segments.append(
                 {
@@ -545,7 +567,7 @@ class LiveIndex:
         return LiveStatus(
             generation=state.generation,
             segments=segments,
-            tombstones=int(sum(x["tombstones"] for x in segments)),
+            tombstones=sum(int(x["tombstones"]) for x in segments),
             persisted_generation=None if self._persisted is None else self._persisted.generation,
             last_merge=self.last_merge,
             last_catch_up_ms=round(state.build_seconds * 1000, 3),

@@ -32,9 +32,7 @@ def hybrid_search(
     stages = {"dense": ranked_table(d_pos, d_scores), "bm25": ranked_table(s_pos, s_scores)}
     if config.reference_weight > 0:
         with timer.stage("references"):
-            positions, scores, linked = follow_references(
-                positions, scores, ctx.reference_links, config, mask
-            )
+            positions, scores, linked = follow_references(positions, scores, ctx.reference_links, config, mask)
         if linked:
             stages["references"] = linked
     return positions[:k], scores[:k], stages

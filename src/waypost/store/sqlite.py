@@ -354,7 +354,9 @@ class SQLiteStore:
             self._writer.execute("DELETE FROM log_consumers WHERE collection=? AND name=?", (collection, consumer))
 
     def log_size(self, collection: str) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM change_log WHERE collection=?", (collection,)).fetchone()[0])
+        return int(
+            self._conn.execute("SELECT count(*) FROM change_log WHERE collection=?", (collection,)).fetchone()[0]
+        )
 
     # -- reads -------------------------------------------------------------------------------
     @staticmethod
