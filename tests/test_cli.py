@@ -40,7 +40,13 @@ def test_ls_stats_rm(store: Path) -> None:
     assert {d["id"] for d in docs} == {"architecture.md", "retrieval.md", "evaluation.md", "faq.html"}
     stats = json.loads(waypost("stats", "--store", str(store), "--json").stdout)
     assert stats["embed_model"] == "all-MiniLM-L6-v2" and stats["embed_dim"] == 384
+    assert stats["index_generation"] == stats["generation"] and stats["tombstones"] == 0
     assert json.loads(waypost("rm", "faq.html", "--store", str(store), "--json").stdout) == {"removed": 1}
+    after = json.loads(waypost("stats", "--store", str(store), "--json").stdout)
+    assert after["index_loaded_from"].startswith("state-")  # the last command saved its indexes at exit
+    assert after["index_generation"] == after["generation"] == stats["generation"] + 1
+    assert after["tombstones"] > 0 and after["segments"][0]["tombstones"] == after["tombstones"]
+    assert after["log_consumers"]["flat-indexes"] == stats["generation"]
     again = waypost("add", str(SAMPLES), "--store", str(store), "--json")
     assert json.loads(again.stdout)["added"] == 1 and json.loads(again.stdout)["unchanged"] == 3
 
