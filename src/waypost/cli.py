@@ -286,7 +286,7 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
             **info.__dict__,
             "index_generation": status.generation,
             "index_loaded_from": status.loaded_from,
-            "index_catch_up_ms": status.last_catch_up_ms,
+            "last_index_update_ms": status.last_catch_up_ms,
             "segments": status.segments,
             "tombstones": status.tombstones,
             "saved_generation": status.persisted_generation,
@@ -308,8 +308,16 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
         print(json.dumps(data))
         return
     for key, value in data.items():
-        if key != "fields":
+        if key not in ("fields", "segments"):
             console.print(f"[bold]{key}[/] {value}")
+    segments = Table(title="index segments (the first is the main one)")
+    for col in ("segment", "rows", "documents", "tombstones", "saved"):
+        segments.add_column(col)
+    for seg in data["segments"]:
+        segments.add_row(
+            seg["name"], str(seg["rows"]), str(seg["documents"]), str(seg["tombstones"]), str(seg["saved"])
+        )
+    console.print(segments)
     if data["fields"]:
         table = Table(title="metadata fields")
         for col in ("field", "kind", "list", "distinct", "range"):

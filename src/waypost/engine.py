@@ -145,6 +145,7 @@ class Collection:
         self.engine = engine
         self.name = name
         self.model = model
+        self._checked: Embedder | None = None
 
     @property
     def info(self) -> CollectionInfo:
@@ -153,12 +154,14 @@ class Collection:
     @property
     def embedder(self) -> Embedder:
         embedder = self.engine.embedder(self.model)
-        info = self.info
-        if embedder.model_id != info.embed_model or embedder.dimension != info.embed_dim:
-            raise ModelMismatchError(
-                f"collection {self.name!r} holds {info.embed_model!r} vectors of dimension {info.embed_dim}; "
-                f"the configured embedder is {embedder.model_id!r} ({embedder.dimension})"
-            )
+        if self._checked is not embedder:  # checked once per embedder: counting chunks is not free
+            info = self.info
+            if embedder.model_id != info.embed_model or embedder.dimension != info.embed_dim:
+                raise ModelMismatchError(
+                    f"collection {self.name!r} holds {info.embed_model!r} vectors of dimension {info.embed_dim}; "
+                    f"the configured embedder is {embedder.model_id!r} ({embedder.dimension})"
+                )
+            self._checked = embedder
         return embedder
 
     def _ingestor(self) -> Ingestor:

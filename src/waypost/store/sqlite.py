@@ -206,12 +206,12 @@ class SQLiteStore:
         return found
 
     def _document_rows(self, collection: str, doc_id: str) -> list[int]:
-        return [
-            int(r[0])
-            for r in self._writer.execute(
-                "SELECT row_id FROM chunks WHERE collection=? AND document_id=? ORDER BY row_id", (collection, doc_id)
-            )
-        ]
+        # No ORDER BY: it would make SQLite walk the whole collection by row id instead of this
+        # document's entries in the (collection, document_id, idx) index.
+        rows = self._writer.execute(
+            "SELECT row_id FROM chunks WHERE collection=? AND document_id=?", (collection, doc_id)
+        )
+        return sorted(int(r[0]) for r in rows)
 
     def write(self, collection: str, items: Sequence[IngestItem]) -> int:
         info = self.collection(collection)
