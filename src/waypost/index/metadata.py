@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,10 +297,22 @@ class MetadataIndex:
 class MetadataView:
     """The metadata indexes of several segments as one, over live positions only."""
 
-    def __init__(self, parts: Sequence[tuple[MetadataIndex, int, BoolArray | None]], size: int) -> None:
-        self._parts = list(parts)
+    def __init__(
+        self,
+        parts: Sequence[tuple[MetadataIndex | Callable[[], MetadataIndex], int, BoolArray | None]],
+        size: int,
+    ) -> None:
+        self._given = list(parts)
+        self._resolved: list[tuple[MetadataIndex, int, BoolArray | None]] | None = None
         self.size = size
         self._stats: dict[str, FieldStats] | None = None
+
+    @property
+    def _parts(self) -> list[tuple[MetadataIndex, int, BoolArray | None]]:
+        """The segments' indexes, loaded when a filter or a field first needs them."""
+        if self._resolved is None:
+            self._resolved = [(i if isinstance(i, MetadataIndex) else i(), o, live) for i, o, live in self._given]
+        return self._resolved
 
     def _live(self, index: MetadataIndex, live: BoolArray | None, positions: IntArray) -> IntArray:
         return positions if live is None else positions[live[positions]]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +51,18 @@ class TitleTable:
             key = tuple(_TOKEN.findall(title))
             if _linkable(key):
                 by_title.setdefault(key, []).append(slot)
+        longest: dict[str, int] = {}
+        for key in by_title:
+            longest[key[0]] = max(longest.get(key[0], 0), len(key))
+        return cls(by_title, longest)
+
+    def to_json(self) -> dict[str, list[object]]:
+        keys = list(self.by_title)
+        return {"keys": ["\x1f".join(k) for k in keys], "slots": [self.by_title[k] for k in keys]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, list[Any]]) -> TitleTable:
+        by_title = {tuple(k.split("\x1f")): list(v) for k, v in zip(data["keys"], data["slots"], strict=True)}
         longest: dict[str, int] = {}
         for key in by_title:
             longest[key[0]] = max(longest.get(key[0], 0), len(key))

@@ -8,7 +8,7 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from waypost.index.references import TitleTable
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-SEGMENT_FORMAT = 1
+SEGMENT_FORMAT = 2
 _FULL_CHECKSUM_BYTES = 16 << 20  # files up to this size are checksummed whole; larger ones at both ends
 _EDGE = 1 << 20
 
@@ -35,11 +35,11 @@ class Segment:
     row_ids: IntArray  # ascending
     document_ids: list[str]  # per document slot
     chunk_doc: IntArray  # chunk position -> document slot
-    titles: list[str]  # per document slot
+    titles_or_loader: list[str] | Callable[[], list[str]]  # per document slot (loaded on first use)
     dense: DenseIndex
     chunks: Postings
     documents: Postings
-    metadata: MetadataIndex
+    metadata_or_loader: MetadataIndex | Callable[[], MetadataIndex]
     path: Path | None = None  # where it is saved, once it is
     _titles: TitleTable | None = field(default=None, repr=False)
     _doc_ptr: tuple[IntArray, IntArray] | None = field(default=None, repr=False)
@@ -52,11 +52,35 @@ class Segment:
     def document_count(self) -> int:
         return len(self.document_ids)
 
+    @property
+    def titles(self) -> list[str]:
+        if callable(self.titles_or_loader):
+            with self._lock:
+                if callable(self.titles_or_loader):
+                    self.titles_or_loader = self.titles_or_loader()
+        return self.titles_or_loader  # type: ignore[return-value]
+
+    @property
+    def metadata(self) -> MetadataIndex:
+        """Loaded on first use: hybrid queries without filters never need it."""
+        if callable(self.metadata_or_loader):
+            with self._lock:
+                if callable(self.metadata_or_loader):
+                    self.metadata_or_loader = self.metadata_or_loader()
+        return self.metadata_or_loader  # type: ignore[return-value]
+
+    def metadata_getter(self) -> Callable[[], MetadataIndex]:
+        def get() -> MetadataIndex:
+            return self.metadata
+
+        return get
+
     def title_table(self) -> TitleTable:
         if self._titles is None:
+            table = TitleTable.build(self.titles)
             with self._lock:
                 if self._titles is None:
-                    self._titles = TitleTable.build(self.titles)
+                    self._titles = table
         return self._titles
 
     def doc_chunks(self, slot: int) -> IntArray:
@@ -105,11 +129,11 @@ class Segment:
             row_ids=np.asarray(rows.row_ids, dtype=np.int64),
             document_ids=document_ids,
             chunk_doc=chunk_doc,
-            titles=[rows.titles.get(d, "") for d in document_ids],
+            titles_or_loader=[rows.titles.get(d, "") for d in document_ids],
             dense=DenseIndex(vectors, approximate=approximate),
             chunks=Postings.build(chunk_terms, size),
             documents=Postings.build(doc_terms, size),
-            metadata=MetadataIndex.build(rows.metadata),
+            metadata_or_loader=MetadataIndex.build(rows.metadata),
         )
 
     @classmethod
@@ -146,13 +170,15 @@ class Segment:
             row_ids=np.concatenate([np.asarray(s.row_ids)[live] for (s, _), live in zip(parts, lives, strict=True)]),
             document_ids=document_ids,
             chunk_doc=np.concatenate(chunk_doc) if chunk_doc else np.zeros(0, dtype=np.int64),
-            titles=titles,
+            titles_or_loader=titles,
             dense=DenseIndex(np.ascontiguousarray(vectors, dtype=np.float32), approximate=approximate),
             chunks=merge_postings([(s.chunks, live) for (s, _), live in zip(parts, lives, strict=True)], vocab_size),
             documents=merge_postings(
                 [(s.documents, dl) for (s, _), dl in zip(parts, doc_lives_full, strict=True)], vocab_size
             ),
-            metadata=MetadataIndex.merge([(s.metadata, live) for (s, _), live in zip(parts, lives, strict=True)]),
+            metadata_or_loader=MetadataIndex.merge(
+                [(s.metadata, live) for (s, _), live in zip(parts, lives, strict=True)]
+            ),
         )
 
     # -- persistence ----------------------------------------------------------------------------
@@ -170,10 +196,10 @@ class Segment:
         files += self.chunks.save(path, "chunks")
         files += self.documents.save(path, "documents")
         files += self.metadata.save(path)
-        (path / "documents.json").write_text(
-            json.dumps({"ids": self.document_ids, "titles": self.titles}, ensure_ascii=False)
-        )
-        files.append("documents.json")
+        (path / "document_ids.json").write_text(json.dumps(self.document_ids, ensure_ascii=False))
+        (path / "titles.json").write_text(json.dumps(self.titles, ensure_ascii=False))
+        (path / "title_table.json").write_text(json.dumps(self.title_table().to_json(), ensure_ascii=False))
+        files += ["document_ids.json", "titles.json", "title_table.json"]
         if self.dense.hnsw is not None:
             self.dense.hnsw.save_index(str(path / "hnsw.bin"))
             files.append("hnsw.bin")
@@ -206,11 +232,22 @@ class Segment:
         vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
         row_ids = np.load(path / "row_ids.npy", allow_pickle=False)
         chunk_doc = np.load(path / "chunk_doc.npy", allow_pickle=False)
-        info = json.loads((path / "documents.json").read_text())
+        document_ids = json.loads((path / "document_ids.json").read_text())
         if vectors.shape != (rows, manifest["dim"]) or row_ids.shape != (rows,) or chunk_doc.shape != (rows,):
             raise ValueError(f"segment {path} has arrays of the wrong shape")
-        if len(info["ids"]) != docs or len(info["titles"]) != docs:
+        if len(document_ids) != docs:
             raise ValueError(f"segment {path} lists the wrong number of documents")
+
+        def titles() -> list[str]:
+            found: list[str] = json.loads((path / "titles.json").read_text())
+            return found
+
+        def metadata() -> MetadataIndex:
+            index = MetadataIndex.load(path)
+            if index.size != rows:
+                raise ValueError(f"segment {path} has a metadata index of the wrong size")
+            return index
+
         hnsw = None
         if approximate and (path / "hnsw.bin").exists():
             hnsw = load_hnsw(path / "hnsw.bin", int(manifest["dim"]), rows)
@@ -218,17 +255,16 @@ class Segment:
         segment = cls(
             name=str(manifest["name"]),
             row_ids=row_ids,
-            document_ids=list(info["ids"]),
+            document_ids=document_ids,
             chunk_doc=chunk_doc,
-            titles=list(info["titles"]),
+            titles_or_loader=titles,
             dense=dense,
             chunks=Postings.load(path, "chunks", rows, int(manifest["terms_chunks"])),
             documents=Postings.load(path, "documents", docs, int(manifest["terms_documents"])),
-            metadata=MetadataIndex.load(path),
+            metadata_or_loader=metadata,
             path=path,
+            _titles=TitleTable.from_json(json.loads((path / "title_table.json").read_text())),
         )
-        if segment.metadata.size != rows:
-            raise ValueError(f"segment {path} has a metadata index of the wrong size")
         return segment
 
 

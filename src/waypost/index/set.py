@@ -157,7 +157,11 @@ class IndexSet:
         )
         self.bm25 = BM25View(self)
         self.metadata = MetadataView(
-            list(zip([s.metadata for s in self.segments], self.offsets, self.lives, strict=True)), self._size
+            [
+                (s.metadata_getter(), off, live)
+                for s, off, live in zip(self.segments, self.offsets, self.lives, strict=True)
+            ],
+            self._size,
         )
         self.references = ReferenceView(
             [

@@ -135,6 +135,8 @@ class SQLiteStore:
     @property
     def _conn(self) -> sqlite3.Connection:
         """This thread's reading connection."""
+        if self._closed:
+            raise WaypostError(f"the store {self.path} is closed")
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._new_connection()
