@@ -185,6 +185,13 @@ class SQLiteStore:
             raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
         return str(row[0]), int(row[1]), int(row[2])
 
+    def _dimension(self, name: str) -> int:
+        """The collection's vector dimension (raises if it does not exist); cheaper than ``collection()``."""
+        row = self._conn.execute("SELECT embed_dim FROM collections WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
+        return int(row[0])
+
     def generation(self, name: str) -> int:
         return self._head(self._conn, name)[1]
 
@@ -216,12 +223,12 @@ class SQLiteStore:
         return sorted(int(r[0]) for r in rows)
 
     def write(self, collection: str, items: Sequence[IngestItem]) -> int:
-        info = self.collection(collection)
+        dim = self._dimension(collection)
         for item in items:
-            if item.embeddings.shape != (len(item.chunks), info.embed_dim):
+            if item.embeddings.shape != (len(item.chunks), dim):
                 raise WaypostError(
                     f"document {item.document.id!r}: embeddings {item.embeddings.shape} do not match "
-                    f"{len(item.chunks)} chunks of dimension {info.embed_dim}"
+                    f"{len(item.chunks)} chunks of dimension {dim}"
                 )
         if not items:
             return 0
@@ -273,7 +280,7 @@ class SQLiteStore:
         return len(items)
 
     def delete(self, collection: str, ids: Iterable[str]) -> int:
-        self.collection(collection)
+        self._dimension(collection)
         removed = 0
         conn = self._writer
         with self._write_lock, _Transaction(conn):
@@ -304,7 +311,7 @@ class SQLiteStore:
     # -- the change log ----------------------------------------------------------------------
     def changes(self, collection: str, since: int) -> ChangeSet | None:
         """What changed after generation ``since``; ``None`` when the log no longer reaches back that far."""
-        info = self.collection(collection)
+        dim = self._dimension(collection)
         conn = self._conn
         with _Transaction(conn, immediate=False):
             uid, generation, floor = self._head(conn, collection)
@@ -323,7 +330,7 @@ class SQLiteStore:
             generation=generation,
             version=f"{uid}-g{generation}",
             removed_rows=np.unique(np.concatenate(removed)) if removed else np.zeros(0, np.int64),
-            added=self._snapshot_of(rows, generation, f"{uid}-g{generation}", info.embed_dim),
+            added=self._snapshot_of(rows, generation, f"{uid}-g{generation}", dim),
             documents=[(int(e[0]), str(e[1]), str(e[2])) for e in entries],
         )
 
@@ -419,12 +426,12 @@ class SQLiteStore:
         return [r for r in rows if r[0] in wanted]
 
     def snapshot(self, collection: str) -> ChunkSnapshot:
-        info = self.collection(collection)
+        dim = self._dimension(collection)
         conn = self._conn
         with _Transaction(conn, immediate=False):
             uid, generation, _floor = self._head(conn, collection)
             rows = conn.execute(self._ROWS + " WHERE c.collection=? ORDER BY c.row_id", (collection,)).fetchall()
-        return self._snapshot_of(rows, generation, f"{uid}-g{generation}", info.embed_dim)
+        return self._snapshot_of(rows, generation, f"{uid}-g{generation}", dim)
 
     @staticmethod
     def _snapshot_of(rows: Sequence[Sequence[Any]], generation: int, version: str, dim: int) -> ChunkSnapshot:
