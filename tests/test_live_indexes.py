@@ -289,3 +289,28 @@ def test_queries_run_while_another_thread_ingests(tmp_path: Path, memo: Embedder
     engine.close()
     assert not errors, errors[:5]
     assert len(seen_sizes) >= 3, f"readers did not interleave with the writer: {sorted(seen_sizes)}"
+
+
+def test_hnsw_follows_deletes_and_is_saved(tmp_path: Path, memo: Embedder) -> None:
+    config = EngineConfig(chunk_tokens=32, approximate_dense=True, background_index_work=False)
+    engine = Engine(tmp_path / "store", config)
+    engine.register_embedder(memo)
+    rng = random.Random(13)
+    coll = engine.collection("c", create=True)
+    docs = [make_doc(rng, f"d{i}") for i in range(40)]
+    coll.add(docs)
+    main = engine.indexes.get("c").segments[0]
+    assert main.dense.hnsw is not None
+    top = coll.retrieve("granite quarry", "dense", k=3).hits[0].document_id
+    coll.add([make_doc(rng, "late")])  # lands in a small segment, searched exactly beside the graph
+    coll.delete([top])
+    result = coll.retrieve("granite quarry", "dense", k=60)
+    assert top not in {h.document_id for h in result.hits}
+    assert "late" in {h.document_id for h in result.hits}
+    engine.close()
+    reopened = Engine(tmp_path / "store", config)
+    reopened.register_embedder(memo)
+    state = reopened.indexes.get("c")
+    assert state.segments[0].dense.hnsw is not None and (state.segments[0].path / "hnsw.bin").exists()  # type: ignore[operator]
+    assert top not in {h.document_id for h in reopened.collection("c").retrieve("granite quarry", "dense", k=60).hits}
+    reopened.close()

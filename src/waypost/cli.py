@@ -293,6 +293,7 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
             "last_merge": status.last_merge,
             "log_floor": engine.store.log_floor(collection),
             "log_consumers": consumers,
+            "index_errors": status.errors,  # failed background merges or saves, and ignored saved states
             "store_bytes": sum(p.stat().st_size for p in store.rglob("*") if p.is_file()),
             "fields": {
                 f: {

@@ -52,6 +52,16 @@ class DenseIndex:
         """Cosine similarity of every vector to the query."""
         return np.asarray(self.vectors @ np.asarray(query, dtype=np.float32), dtype=np.float32)
 
+    def mark_deleted(self, positions: npt.NDArray[np.int64]) -> None:
+        """Tell the HNSW graph (if any) never to return these positions again."""
+        if self.hnsw is None:
+            return
+        for p in positions.tolist():
+            try:
+                self.hnsw.mark_deleted(int(p))
+            except RuntimeError:
+                pass  # already marked (a graph saved after deletes, loaded again)
+
     def approximate_search(self, query: FloatMatrix, k: int, dead: int = 0) -> tuple[Positions, Scores]:
         """HNSW neighbours (dead items are marked deleted in the graph and never returned)."""
         want = min(k, len(self) - dead)

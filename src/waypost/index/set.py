@@ -241,9 +241,7 @@ class IndexSet:
             newly = positions[live[positions]]
             live[positions] = False
             lives[i] = live
-            if segment.dense.hnsw is not None:
-                for p in newly.tolist():
-                    segment.dense.hnsw.mark_deleted(int(p))
+            segment.dense.mark_deleted(newly)
         if len(changes.added.row_ids):
             segments.append(Segment.build(_segment_name(changes.generation), changes.added, self.analyzer, self.vocab))
             lives.append(None)
@@ -270,6 +268,7 @@ class LiveStatus:
     last_merge: dict[str, Any] | None
     last_catch_up_ms: float
     loaded_from: str
+    errors: list[str]
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -455,6 +454,8 @@ class LiveIndex:
         base = self._base(uid)
         base.mkdir(parents=True, exist_ok=True)
         for segment in state.segments:
+            if segment.path is not None and not (segment.path / "segment.json").exists():
+                segment.path = None  # another process collected it: save it again
             if segment.path is None:
                 target = base / f"seg-{segment.name}"
                 if not target.exists():
@@ -513,9 +514,7 @@ class LiveIndex:
                         live = np.ones(len(s), np.bool_)
                         live[dead] = False
                         lives.append(live)
-                        if s.dense.hnsw is not None:
-                            for p in dead.tolist():
-                                s.dense.hnsw.mark_deleted(int(p))
+                        s.dense.mark_deleted(dead)
                     else:
                         lives.append(None)
                 state = IndexSet(
@@ -576,6 +575,7 @@ class LiveIndex:
             last_merge=self.last_merge,
             last_catch_up_ms=round(state.build_seconds * 1000, 3),
             loaded_from=self.loaded_from,
+            errors=list(self.errors[-5:]),
         )
 
 
