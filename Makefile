@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export OPENBLAS_NUM_THREADS := 1
 
-.PHONY: install install-dev demo test lint bench bench-answers
+.PHONY: install install-dev demo test lint bench bench-live bench-answers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: install-dev lint
 
 bench: install
 	$(BIN)/python benchmarks/bench_latency.py
+
+# Writes, start-up and queries during ingest on 100k+ chunks (needs `waypost eval` on scifact and netflix first).
+bench-live: install
+	$(BIN)/python benchmarks/bench_live.py
 
 bench-answers: install-dev
 	$(BIN)/waypost eval ../shared/data/hotpotqa-100 --answer --json

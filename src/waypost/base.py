@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -77,6 +77,8 @@ class ChunkSnapshot:
     document_texts: list[str]  # title and body of each document, in order of first appearance
     chunk_texts: list[str]
     titles: dict[str, str]
+    languages: list[str] = field(default_factory=list)  # per chunk ("" where a store predates languages)
+    document_languages: list[str] = field(default_factory=list)  # per document, as document_texts
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,12 @@ class DocumentStore(Protocol):
         """A counter that moves on every committed change to the collection."""
         ...
 
+    def collection_language(self, name: str) -> str:
+        """The language set for a whole collection, or "" (detect per document)."""
+        ...
+
+    def set_collection_language(self, name: str, language: str) -> None: ...
+
     def version(self, name: str) -> str:
         """The generation plus an id of this incarnation of the collection (it changes on drop/recreate)."""
         ...
@@ -144,8 +152,9 @@ class DocumentStore(Protocol):
         """The oldest generation the log can still catch a consumer up from."""
         ...
 
-    def acknowledge(self, collection: str, consumer: str, generation: int) -> None:
-        """Record that ``consumer`` has durably applied ``generation``; compacts entries all consumers applied."""
+    def acknowledge(self, collection: str, consumer: str, generation: int, version: str | None = None) -> None:
+        """Record that ``consumer`` has durably applied ``generation``; compacts entries all consumers applied.
+        With ``version`` (of the consumer's state), a call about another incarnation of the collection is ignored."""
         ...
 
     def consumers(self, collection: str) -> dict[str, int]: ...

@@ -28,6 +28,7 @@ class Document:
     title: str = ""
     metadata: Metadata = field(default_factory=dict)
     source: str = ""
+    language: str = ""  # ISO 639-1; empty: detected at ingest (or the collection's language)
 
     @property
     def hash(self) -> str:
@@ -45,6 +46,7 @@ class Chunk:
     end: int
     token_count: int
     section: tuple[str, ...] = ()
+    language: str = ""  # ISO 639-1 code of this chunk's text ("und": no letters; "": not recorded)
 
     @property
     def id(self) -> str:
@@ -84,6 +86,7 @@ class Hit:
             "document_id": self.chunk.document_id,
             "title": self.provenance.document_title,
             "section": list(self.chunk.section),
+            "language": self.chunk.language,
             "span": [self.chunk.start, self.chunk.end],
             "score": self.score,
             "strategy": self.strategy,

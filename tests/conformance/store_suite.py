@@ -168,6 +168,19 @@ class StoreConformance:
         assert store.log_floor("c") == 4 and store.changes("c", 3) is None
         assert store.changes("c", 4) is not None
 
+    def test_an_acknowledgement_for_a_dropped_incarnation_is_ignored(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        for i in range(5):
+            store.write("c", [item(f"d{i}", f"Text {i}.")])
+        old = store.version("c")
+        store.drop_collection("c")
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("n1", "New.")])
+        store.acknowledge("c", "x", 5, old)  # a process still holding the old collection's state
+        assert store.log_floor("c") == 0 and store.changes("c", 0) is not None
+        store.acknowledge("c", "x", 99, store.version("c"))  # never past the head
+        assert store.consumers("c") == {"x": 1} and store.log_floor("c") == 1
+
     def test_dropping_a_collection_drops_its_log(self, store: DocumentStore) -> None:
         store.create_collection("c", "m", DIM)
         store.write("c", [item("d1", "One.")])

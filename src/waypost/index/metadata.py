@@ -70,42 +70,68 @@ class MetadataIndex:
     numeric: dict[str, NumericColumn] = field(default_factory=dict)
     display: dict[str, dict[Any, str]] = field(default_factory=dict)
     stats: dict[str, FieldStats] = field(default_factory=dict)
+    lists: dict[str, IntArray] = field(default_factory=dict)  # positions whose value for the field is a list
+
+    def summary(self, name: str, live: BoolArray | None) -> FieldStats | None:
+        """Kind, list-ness and count of a field over the ``live`` positions only (``None``: absent)."""
+
+        def alive(pos: IntArray) -> IntArray:
+            return pos if live is None else pos[live[pos]]
+
+        strings = [alive(p) for p in self.inverted.get(name, {}).values()]
+        has_string = any(p.size for p in strings)
+        col = self.numeric.get(name)
+        numbers = alive(col.positions) if col is not None else np.zeros(0, dtype=np.int64)
+        if not has_string and not numbers.size:
+            return None
+        kind = "mixed" if has_string and numbers.size else ("string" if has_string else "number")
+        is_list = bool(alive(self.lists[name]).size) if name in self.lists else False
+        documents = int(np.unique(np.concatenate([*strings, numbers])).size)
+        return FieldStats(kind, is_list, documents)
+
+    def _restat(self) -> None:
+        """Field statistics from what the index holds (after a build or a merge)."""
+        names = set(self.inverted) | set(self.numeric)
+        self.stats = {}
+        for name in sorted(names):
+            st = self.summary(name, None)
+            if st is not None:
+                self.stats[name] = st
+        self.numeric = {n: c for n, c in self.numeric.items() if len(c.values)}
 
     @classmethod
     def build(cls, metadata: list[Metadata]) -> MetadataIndex:
         inverted: dict[str, dict[Any, list[int]]] = defaultdict(lambda: defaultdict(list))
         numbers: dict[str, tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
         display: dict[str, dict[Any, str]] = defaultdict(dict)
-        stats: dict[str, FieldStats] = {}
+        lists: dict[str, list[int]] = defaultdict(list)
         for pos, meta in enumerate(metadata):
             for name, value in meta.items():
                 values = value if isinstance(value, list) else [value]
+                kept = False
                 for v in values:
                     if v is None or v == "":
                         continue
-                    if _is_number(v):
+                    if _is_number(v):  # a field may hold numbers in some documents, text in others
                         numbers[name][0].append(float(v))
                         numbers[name][1].append(pos)
-                        kind = "number"
                     elif isinstance(v, (str, bool)):
                         inverted[name][_key(v)].append(pos)
                         display[name].setdefault(_key(v), str(v))
-                        kind = "string"
                     else:
                         continue
-                    st = stats.setdefault(name, FieldStats(kind))
-                    st.is_list = st.is_list or isinstance(value, list)
-                    if st.kind != kind:
-                        st.kind = "mixed"  # numbers in some documents, text in others
-        index = cls(size=len(metadata), display=dict(display), stats=stats)
+                    kept = True
+                if kept and isinstance(value, list):
+                    lists[name].append(pos)
+        index = cls(size=len(metadata), display=dict(display))
         for name, table in inverted.items():
             index.inverted[name] = {k: np.unique(np.asarray(v, dtype=np.int64)) for k, v in table.items()}
         for name, (vals, poss) in numbers.items():
             arr = np.asarray(vals, dtype=np.float64)
             order = np.argsort(arr, kind="stable")
             index.numeric[name] = NumericColumn(arr[order], np.asarray(poss, dtype=np.int64)[order])
-        for name, st in stats.items():
-            st.documents = len(index._field_positions(name))
+        index.lists = {n: np.asarray(p, dtype=np.int64) for n, p in lists.items()}
+        index._restat()
         return index
 
     @property
@@ -209,6 +235,8 @@ class MetadataIndex:
             if numeric_names
             else empty,
             "metadata.numeric_ptr.npy": np.asarray(num_ptr, dtype=np.int64),
+            "metadata.lists.npy": np.concatenate([self.lists[n] for n in self.lists]) if self.lists else empty,
+            "metadata.lists_ptr.npy": np.cumsum([0, *(len(self.lists[n]) for n in self.lists)]).astype(np.int64),
         }
         for file, arr in arrays.items():
             np.save(path / file, arr, allow_pickle=False)
@@ -216,6 +244,7 @@ class MetadataIndex:
             "size": self.size,
             "keys": keys,
             "numeric": numeric_names,
+            "lists": list(self.lists),
             "display": self.display,
             "stats": {n: [st.kind, st.is_list, st.documents] for n, st in self.stats.items()},
         }
@@ -245,6 +274,9 @@ class MetadataIndex:
                 values[num_ptr[j] : num_ptr[j + 1]], num_pos[num_ptr[j] : num_ptr[j + 1]]
             )
         index.stats = {n: FieldStats(v[0], bool(v[1]), int(v[2])) for n, v in header["stats"].items()}
+        list_pos = np.load(path / "metadata.lists.npy", allow_pickle=False)
+        list_ptr = np.load(path / "metadata.lists_ptr.npy", allow_pickle=False)
+        index.lists = {n: list_pos[list_ptr[j] : list_ptr[j + 1]] for j, n in enumerate(header["lists"])}
         return index
 
     @classmethod
@@ -260,6 +292,7 @@ class MetadataIndex:
         merged = cls(size=offset)
         inverted: dict[str, dict[Any, list[IntArray]]] = defaultdict(lambda: defaultdict(list))
         numbers: dict[str, tuple[list[npt.NDArray[np.float64]], list[IntArray]]] = defaultdict(lambda: ([], []))
+        list_parts: dict[str, list[IntArray]] = {}
         for (index, _live), remap in zip(parts, remaps, strict=True):
             for name, table in index.inverted.items():
                 for key, pos in table.items():
@@ -273,13 +306,9 @@ class MetadataIndex:
                 keep = moved >= 0
                 numbers[name][0].append(col.values[keep])
                 numbers[name][1].append(moved[keep])
-            for name, st in index.stats.items():
-                have = merged.stats.get(name)
-                if have is None:
-                    merged.stats[name] = FieldStats(st.kind, st.is_list)
-                else:
-                    have.is_list = have.is_list or st.is_list
-                    have.kind = have.kind if have.kind == st.kind else "mixed"
+            for name, pos in index.lists.items():
+                moved = remap[pos]
+                list_parts.setdefault(name, []).append(moved[moved >= 0])
         for name, lists in inverted.items():
             merged.inverted[name] = {k: np.sort(np.concatenate(v)) for k, v in lists.items()}
         for name, (vals, poss) in numbers.items():
@@ -287,10 +316,8 @@ class MetadataIndex:
             pos_arr = np.concatenate(poss)
             order = np.argsort(arr, kind="stable")
             merged.numeric[name] = NumericColumn(arr[order], pos_arr[order])
-        for name in list(merged.stats):
-            merged.stats[name].documents = len(merged._field_positions(name))
-            if merged.stats[name].documents == 0:
-                del merged.stats[name]  # only deleted rows had it
+        merged.lists = {n: np.concatenate(p) for n, p in list_parts.items() if sum(x.size for x in p)}
+        merged._restat()  # kinds and counts of what survived: a field only deleted rows had is gone
         return merged
 
 
@@ -319,22 +346,21 @@ class MetadataView:
 
     @property
     def stats(self) -> dict[str, FieldStats]:
+        """Each field's kind, list-ness and count over live positions only."""
         if self._stats is None:
             stats: dict[str, FieldStats] = {}
-            for index, _offset, _live in self._parts:
-                for name, st in index.stats.items():
-                    have = stats.get(name)
-                    if have is None:
-                        stats[name] = FieldStats(st.kind, st.is_list)
-                    else:
-                        have.is_list = have.is_list or st.is_list
-                        have.kind = have.kind if have.kind == st.kind else "mixed"
-            for name in list(stats):
-                stats[name].documents = sum(
-                    len(self._live(index, live, index._field_positions(name))) for index, _o, live in self._parts
+            names = {n for index, _o, _l in self._parts for n in index.stats}
+            for name in sorted(names):
+                parts = [index.summary(name, live) for index, _o, live in self._parts]
+                found = [p for p in parts if p is not None]
+                if not found:
+                    continue
+                kinds = {p.kind for p in found}
+                stats[name] = FieldStats(
+                    kinds.pop() if len(kinds) == 1 else "mixed",
+                    any(p.is_list for p in found),
+                    sum(p.documents for p in found),
                 )
-                if stats[name].documents == 0:
-                    del stats[name]
             self._stats = stats
         return self._stats
 
@@ -344,8 +370,8 @@ class MetadataView:
 
     @property
     def numeric(self) -> list[str]:
-        """Names of the fields that hold numbers."""
-        return [n for n in self.fields if any(n in index.numeric for index, _o, _l in self._parts)]
+        """Names of the fields that hold numbers (in live positions)."""
+        return [n for n, st in self.stats.items() if st.kind in ("number", "mixed")]
 
     def values(self, name: str) -> dict[str, int]:
         """Display value -> number of live chunks carrying it, for a string field."""
@@ -385,7 +411,7 @@ class MetadataView:
                 raise FilterError(
                     f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}"
                 )
-            if cond.op not in (Op.EQ, Op.IN) and not any(cond.field in i.numeric for i, _o, _l in self._parts):
+            if cond.op not in (Op.EQ, Op.IN) and known[cond.field].kind == "string":
                 raise FilterError(f"{cond.op.name} needs a numeric field, and {cond.field!r} holds text")
         if not self._parts:
             return np.zeros(0, dtype=np.bool_)

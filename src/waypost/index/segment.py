@@ -24,9 +24,8 @@ from waypost.index.references import TitleTable
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-SEGMENT_FORMAT = 2
-_FULL_CHECKSUM_BYTES = 16 << 20  # files up to this size are checksummed whole; larger ones at both ends
-_EDGE = 1 << 20
+SEGMENT_FORMAT = 3
+_BLOCK = 8 << 20
 
 
 @dataclass
@@ -238,15 +237,11 @@ class Segment:
         if len(document_ids) != docs:
             raise ValueError(f"segment {path} lists the wrong number of documents")
 
-        def titles() -> list[str]:
-            found: list[str] = json.loads((path / "titles.json").read_text())
-            return found
-
-        def metadata() -> MetadataIndex:
-            index = MetadataIndex.load(path)
-            if index.size != rows:
-                raise ValueError(f"segment {path} has a metadata index of the wrong size")
-            return index
+        # Read whole now, not on first use: another process may collect this directory later.
+        titles: list[str] = json.loads((path / "titles.json").read_text())
+        metadata = MetadataIndex.load(path)
+        if metadata.size != rows or len(titles) != docs:
+            raise ValueError(f"segment {path} has a metadata index or titles of the wrong size")
 
         hnsw = None
         if approximate and (path / "hnsw.bin").exists():
@@ -277,13 +272,10 @@ def _fsync(path: Path) -> None:
 
 
 def _checksum(path: Path) -> str:
-    """size:crc32 of the whole file, or of its first and last MiB when it is large (mapped data)."""
+    """size:crc32 of the whole file (about 1 GB/s here; it also warms the page cache for the first query)."""
     size = path.stat().st_size
+    crc = 0
     with path.open("rb") as fh:
-        if size <= _FULL_CHECKSUM_BYTES:
-            crc = zlib.crc32(fh.read())
-        else:
-            crc = zlib.crc32(fh.read(_EDGE))
-            fh.seek(size - _EDGE)
-            crc = zlib.crc32(fh.read(_EDGE), crc)
+        while block := fh.read(_BLOCK):
+            crc = zlib.crc32(block, crc)
     return f"{size}:{crc:08x}"

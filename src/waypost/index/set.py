@@ -11,14 +11,16 @@ a save: they keep using the view they were handed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +63,7 @@ class MergePolicy:
     main_merge_ratio: float = 0.1  # ... and more than this share of the main segment: merge into main
     dead_ratio: float = 0.2  # tombstones over this share of the main segment: merge (drops them)
     persist_rows: int = 1000  # unsaved rows beyond this: persist in the background
+    persist_generations: int = 200  # or this many writes since the last save (deletes add no rows)
 
 
 class BM25View:
@@ -372,14 +375,17 @@ class LiveIndex:
         main, small = state.segments[0], state.segments[1:]
         small_rows = sum(len(s) for s in small)
         main_dead = 0 if state.lives[0] is None else int((~state.lives[0]).sum())  # type: ignore[operator]
-        if small and (
-            (small_rows > policy.main_merge_rows and small_rows > policy.main_merge_ratio * len(main))
-            or main_dead > policy.dead_ratio * max(1, len(main))
+        saved = self._persisted.generation if self._persisted is not None else None
+        if main_dead > policy.dead_ratio * max(1, len(main)) or (
+            small and small_rows > policy.main_merge_rows and small_rows > policy.main_merge_ratio * len(main)
         ):
             self._schedule(self._merge_task(list(state.segments)))
         elif len(small) > policy.max_small_segments:
             self._schedule(self._merge_task(list(small)))
-        elif self.directory is not None and self._unsaved_rows(state) > policy.persist_rows:
+        elif self.directory is not None and (
+            self._unsaved_rows(state) > policy.persist_rows
+            or (saved is not None and state.generation - saved >= policy.persist_generations)
+        ):
             self._schedule(lambda: self._persist(self._current))
 
     def _unsaved_rows(self, state: IndexSet) -> int:
@@ -404,30 +410,9 @@ class LiveIndex:
             with self._lock:
                 now = self._current
                 assert now is not None
-                names = {s.name for s in parts}
-                dead_rows = np.concatenate(
-                    [
-                        np.asarray(s.row_ids)[~live]
-                        for s, live in zip(now.segments, now.lives, strict=True)
-                        if s.name in names and live is not None
-                    ]
-                    or [np.zeros(0, np.int64)]
-                )
-                live = np.ones(len(merged), np.bool_)
-                live[merged.positions_of_rows(dead_rows)] = False
-                segments: list[Segment] = []
-                new_lives: list[BoolArray | None] = []
-                placed = False
-                for s, old_live in zip(now.segments, now.lives, strict=True):
-                    if s.name in names:
-                        if not placed:
-                            segments.append(merged)
-                            new_lives.append(live)
-                            placed = True
-                        continue
-                    segments.append(s)
-                    new_lives.append(old_live)
-                installed = now.with_segments(segments, new_lives, now.generation, now.version)
+                installed = self._install(now, parts, merged)
+                if installed is None:
+                    return
                 self._current = installed
             self.last_merge = {
                 "at": time.time(),
@@ -441,6 +426,50 @@ class LiveIndex:
 
         return merge
 
+    @staticmethod
+    def _install(now: IndexSet, parts: list[Segment], merged: Segment) -> IndexSet | None:
+        """``now`` with ``parts`` replaced by ``merged``; liveness comes from ``now`` row by row (rows
+        deleted while the merge ran, even whole segments dropped since, stay deleted). ``None`` when
+        ``now`` no longer holds what was merged (it was reloaded from another process's save)."""
+        names = {s.name for s in parts}
+        present = [s for s in now.segments if s.name in names]
+        for s in now.segments:
+            if s.name not in names and np.isin(np.asarray(s.row_ids), merged.row_ids).any():
+                return None
+        live_rows = [
+            np.asarray(s.row_ids) if live is None else np.asarray(s.row_ids)[live]
+            for s, live in zip(now.segments, now.lives, strict=True)
+            if s.name in names
+        ]
+        live = np.isin(merged.row_ids, np.concatenate(live_rows)) if live_rows else np.zeros(len(merged), np.bool_)
+        if not live.any():
+            return (
+                None
+                if not present
+                else now.with_segments(
+                    [s for s in now.segments if s.name not in names],
+                    [lv for s, lv in zip(now.segments, now.lives, strict=True) if s.name not in names],
+                    now.generation,
+                    now.version,
+                )
+            )
+        merged.dense.mark_deleted(np.flatnonzero(~live))
+        segments: list[Segment] = []
+        lives: list[BoolArray | None] = []
+        placed = False
+        for s, old_live in zip(now.segments, now.lives, strict=True):
+            if s.name in names:
+                if not placed:
+                    segments.append(merged)
+                    lives.append(live)
+                    placed = True
+                continue
+            segments.append(s)
+            lives.append(old_live)
+        if not placed:  # every part was dropped meanwhile, yet some rows live on: impossible, but be safe
+            return None
+        return now.with_segments(segments, lives, now.generation, now.version)
+
     # -- persistence ----------------------------------------------------------------------------
     def _base(self, uid: str) -> Path:
         assert self.directory is not None
@@ -453,40 +482,47 @@ class LiveIndex:
         uid = state.version.rsplit("-g", 1)[0]
         base = self._base(uid)
         base.mkdir(parents=True, exist_ok=True)
-        for segment in state.segments:
-            if segment.path is not None and not (segment.path / "segment.json").exists():
-                segment.path = None  # another process collected it: save it again
-            if segment.path is None:
-                target = base / f"seg-{segment.name}"
-                if not target.exists():
-                    tmp = base / f".tmp-{segment.name}-{uuid.uuid4().hex[:6]}"
-                    tmp.mkdir()
-                    try:
-                        segment.save(tmp)
-                        os.rename(tmp, target)
-                    finally:
-                        shutil.rmtree(tmp, ignore_errors=True)
-                segment.path = target
-        vocab_file = base / f"vocab-{len(state.vocab)}.json"
-        if not vocab_file.exists():
-            _atomic_write(vocab_file, json.dumps(state.vocab.terms[: len(state.vocab)], ensure_ascii=False))
-        manifest = {
-            "format": STATE_FORMAT,
-            "uid": uid,
-            "generation": state.generation,
-            "segments": [f"seg-{s.name}" for s in state.segments],
-            "tombstones": state.tombstones().tolist(),
-            "vocab": vocab_file.name,
-            "saved_at": time.time(),
-        }
-        path = base / f"state-{state.generation:012d}.json"
-        _atomic_write(path, json.dumps(manifest))
-        self._persisted = _Persisted(state.generation, path)
-        try:
-            self.store.acknowledge(self.collection, CONSUMER, state.generation)
-        except CollectionNotFoundError:
-            return
-        _collect_garbage(base, keep_states=2)
+        with _directory_lock(base, exclusive=True):  # no other process collects files while we save
+            for segment in state.segments:
+                if segment.path is not None and not (segment.path / "segment.json").exists():
+                    segment.path = None  # another process collected it: save it again
+                if segment.path is None:
+                    target = base / f"seg-{segment.name}"
+                    if not target.exists():
+                        tmp = base / f".tmp-{segment.name}-{uuid.uuid4().hex[:6]}"
+                        tmp.mkdir()
+                        try:
+                            segment.save(tmp)
+                            _fsync_dir(tmp)
+                            os.rename(tmp, target)
+                            _fsync_dir(base)
+                        finally:
+                            shutil.rmtree(tmp, ignore_errors=True)
+                    segment.path = target
+            terms = state.vocab.terms[: len(state.vocab)]
+            payload = json.dumps(terms, ensure_ascii=False)
+            digest = hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
+            vocab_file = base / f"vocab-{len(terms)}-{digest}.json"  # named by content: never another order
+            if not vocab_file.exists():
+                _atomic_write(vocab_file, payload)
+            manifest = {
+                "format": STATE_FORMAT,
+                "uid": uid,
+                "generation": state.generation,
+                "segments": [f"seg-{s.name}" for s in state.segments],
+                "tombstones": state.tombstones().tolist(),
+                "vocab": vocab_file.name,
+                "vocab_sha1": digest,
+                "saved_at": time.time(),
+            }
+            path = base / f"state-{state.generation:012d}-{uuid.uuid4().hex[:8]}.json"
+            _atomic_write(path, json.dumps(manifest))
+            self._persisted = _Persisted(state.generation, path)
+            try:
+                self.store.acknowledge(self.collection, CONSUMER, state.generation, state.version)
+            except CollectionNotFoundError:
+                return
+            _collect_garbage(base, keep_states=2)
 
     def _load_persisted(self, uid: str) -> IndexSet | None:
         """The newest saved state this store can catch up from, or ``None``."""
@@ -494,15 +530,21 @@ class LiveIndex:
             return None
         base = self._base(uid)
         head = self.store.generation(self.collection)
-        for path in sorted(base.glob("state-*.json"), reverse=True):
+        with _directory_lock(base, exclusive=False):  # saves and collection wait until we have loaded
+            return self._load_newest(base, uid, head)
+
+    def _load_newest(self, base: Path, uid: str, head: int) -> IndexSet | None:
+        for path in _states_newest_first(base):
             try:
                 t0 = time.perf_counter()
                 manifest = json.loads(path.read_text())
                 generation = int(manifest["generation"])
                 if manifest.get("format") != STATE_FORMAT or manifest.get("uid") != uid or generation > head:
                     continue
-                terms = json.loads((base / manifest["vocab"]).read_text())
-                vocab = Vocabulary(terms)
+                payload = (base / manifest["vocab"]).read_text()
+                if hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16] != manifest.get("vocab_sha1"):
+                    raise ValueError(f"vocabulary {manifest['vocab']} does not match its state")
+                vocab = Vocabulary(json.loads(payload))
                 segments = [Segment.load(base / name, self.approximate) for name in manifest["segments"]]
                 if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
                     raise ValueError("a segment uses terms the saved vocabulary lacks")
@@ -593,9 +635,45 @@ def _atomic_write(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
+def _states_newest_first(base: Path) -> list[Path]:
+    """Saved states by generation, then by when they were written (two processes may save one generation)."""
+
+    def key(path: Path) -> tuple[int, float]:
+        try:
+            return int(path.name.split("-")[1]), path.stat().st_mtime
+        except (ValueError, IndexError, OSError):
+            return -1, 0.0
+
+    return sorted(base.glob("state-*.json"), key=key, reverse=True)
+
+
+@contextmanager
+def _directory_lock(base: Path, exclusive: bool) -> Iterator[None]:
+    """An advisory lock between processes on one index directory (saves and collection vs loads)."""
+    import fcntl
+
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) -> None:
-    """Drop all but the newest saved states and the segments and vocabularies no kept state names."""
-    states = sorted(base.glob("state-*.json"), reverse=True)
+    """Drop all but the newest saved states and the segments and vocabularies no kept state names.
+    Called with the directory lock held; processes holding older states keep their data (segments are
+    loaded whole, except memory-mapped arrays, which outlive the files' removal)."""
+    states = _states_newest_first(base)
     keep: set[str] = set()
     for path in states[:keep_states]:
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from waypost.ingest.chunker import Chunker
 from waypost.ingest.loaders import LoadFailure, discover, load_path
 from waypost.progress import progress
 from waypost.store.sqlite import index_text
+from waypost.text.language import UNDETERMINED, detector
 from waypost.types import Chunk, Document
 
 
@@ -58,11 +59,19 @@ def title_chunk(doc: Document) -> list[Chunk]:
 
 
 class Ingestor:
-    def __init__(self, store: DocumentStore, embedder: Embedder, chunker: Chunker, batch_docs: int = 256) -> None:
+    def __init__(
+        self,
+        store: DocumentStore,
+        embedder: Embedder,
+        chunker: Chunker,
+        batch_docs: int = 256,
+        language: str = "",
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.chunker = chunker
         self.batch_docs = batch_docs
+        self.language = language  # the collection's language; "" detects each document's
 
     def ingest(
         self,
@@ -92,8 +101,26 @@ class Ingestor:
         return report
 
     def fingerprint(self, doc: Document) -> str:
-        """Content hash plus chunking settings: re-adding with another chunk budget re-chunks the document."""
-        return f"{doc.hash}:chunk{self.chunker.max_tokens}"
+        """Content hash plus chunking settings (and a language set by hand): changing either re-indexes."""
+        declared = doc.language or self.language
+        return f"{doc.hash}:chunk{self.chunker.max_tokens}" + (f":lang={declared}" if declared else "")
+
+    def with_languages(self, doc: Document, chunks: list[Chunk]) -> tuple[Document, list[Chunk]]:
+        """The document and its chunks with their languages: as declared, else detected. A document
+        that mixes languages gets each chunk's own (chunks never cross a section)."""
+        declared = doc.language or self.language
+        if declared:
+            return replace(doc, language=declared), [replace(c, language=declared) for c in chunks]
+        detect = detector().detect
+        language = detect(f"{doc.title}\n{doc.text}")
+        if len(chunks) > 1:
+            found = [detect(c.text) for c in chunks]
+            chunks = [
+                replace(c, language=language if f == UNDETERMINED else f) for c, f in zip(chunks, found, strict=True)
+            ]
+        else:
+            chunks = [replace(c, language=language) for c in chunks]
+        return replace(doc, language=language), chunks
 
     def _flush(self, collection: str, batch: list[Document], report: IngestReport) -> None:
         unique = list({d.id: d for d in batch}.values())
@@ -112,14 +139,18 @@ class Ingestor:
             )
             per_doc = [cs for d, cs in zip(changed, per_doc, strict=True) if d.id not in empty]
             changed = [d for d in changed if d.id not in empty]
+        fingerprints = [self.fingerprint(d) for d in changed]
+        resolved = [self.with_languages(d, cs) for d, cs in zip(changed, per_doc, strict=True)]
+        changed = [d for d, _ in resolved]
+        per_doc = [cs for _, cs in resolved]
         texts = [index_text(d.title, c.section, c.text) for d, cs in zip(changed, per_doc, strict=True) for c in cs]
         t0 = time.perf_counter()
         vectors = self.embedder.embed_documents(texts)
         report.embed_seconds += time.perf_counter() - t0
         items: list[IngestItem] = []
         offset = 0
-        for doc, chunks in zip(changed, per_doc, strict=True):
-            items.append(IngestItem(doc, chunks, vectors[offset : offset + len(chunks)], self.fingerprint(doc)))
+        for doc, chunks, fingerprint in zip(changed, per_doc, fingerprints, strict=True):
+            items.append(IngestItem(doc, chunks, vectors[offset : offset + len(chunks)], fingerprint))
             offset += len(chunks)
         self.store.write(collection, items)
         report.added += sum(1 for d in changed if d.id not in known)

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ CREATE TABLE IF NOT EXISTS documents (
     source TEXT NOT NULL,
     hash TEXT NOT NULL,
     added_at REAL NOT NULL,
+    language TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (collection, id)
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -55,6 +57,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     token_count INTEGER NOT NULL,
     section TEXT NOT NULL,
     embedding BLOB NOT NULL,
+    language TEXT NOT NULL DEFAULT '',
     UNIQUE (collection, document_id, idx),
     FOREIGN KEY (collection, document_id) REFERENCES documents(collection, id) ON DELETE CASCADE
 );
@@ -119,6 +122,11 @@ class SQLiteStore:
             columns = {r[1] for r in self._writer.execute("PRAGMA table_info(collections)")}
             if "uid" not in columns:  # stores made before collections had a uid
                 self._writer.execute("ALTER TABLE collections ADD COLUMN uid TEXT")
+            if "language" not in columns:
+                self._writer.execute("ALTER TABLE collections ADD COLUMN language TEXT NOT NULL DEFAULT ''")
+            for table in ("documents", "chunks"):  # stores made before languages: "" until re-ingested
+                if "language" not in {r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")}:
+                    self._writer.execute(f"ALTER TABLE {table} ADD COLUMN language TEXT NOT NULL DEFAULT ''")
             if "log_floor" not in columns:  # stores made before the change log: it starts now
                 self._writer.execute("ALTER TABLE collections ADD COLUMN log_floor INTEGER NOT NULL DEFAULT 0")
                 self._writer.execute("UPDATE collections SET log_floor = generation")
@@ -134,14 +142,16 @@ class SQLiteStore:
 
     @property
     def _conn(self) -> sqlite3.Connection:
-        """This thread's reading connection."""
+        """This thread's reading connection; it is closed when the thread ends."""
         if self._closed:
             raise WaypostError(f"the store {self.path} is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+        holder: _ThreadConnection | None = getattr(self._local, "holder", None)
+        if holder is None:
             conn = self._new_connection()
-            self._local.conn = conn
-        return conn
+            holder = _ThreadConnection(conn)
+            weakref.finalize(holder, _release, conn, self._connections, self._connections_lock)
+            self._local.holder = holder
+        return holder.conn
 
     # -- collections -------------------------------------------------------------------------
     def create_collection(self, name: str, embed_model: str, embed_dim: int) -> CollectionInfo:
@@ -195,6 +205,17 @@ class SQLiteStore:
     def generation(self, name: str) -> int:
         return self._head(self._conn, name)[1]
 
+    def collection_language(self, name: str) -> str:
+        row = self._conn.execute("SELECT language FROM collections WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
+        return str(row[0])
+
+    def set_collection_language(self, name: str, language: str) -> None:
+        self._dimension(name)
+        with self._write_lock:
+            self._writer.execute("UPDATE collections SET language=? WHERE name=?", (language, name))
+
     def version(self, name: str) -> str:
         """Unique per collection incarnation and generation: a dropped and recreated collection never repeats one."""
         uid, generation, _floor = self._head(self._conn, name)
@@ -244,8 +265,8 @@ class SQLiteStore:
                 ).fetchone()
                 conn.execute("DELETE FROM chunks WHERE collection=? AND document_id=?", (collection, doc.id))
                 conn.execute(
-                    "INSERT OR REPLACE INTO documents(collection,id,title,text,metadata,source,hash,added_at)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO documents(collection,id,title,text,metadata,source,hash,added_at,language)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
                     (
                         collection,
                         doc.id,
@@ -255,11 +276,12 @@ class SQLiteStore:
                         doc.source,
                         item.stored_hash,
                         now,
+                        doc.language,
                     ),
                 )
                 conn.executemany(
-                    "INSERT INTO chunks(collection,document_id,idx,text,start,end,token_count,section,embedding)"
-                    " VALUES (?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO chunks(collection,document_id,idx,text,start,end,token_count,section,embedding,"
+                    "language) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     [
                         (
                             collection,
@@ -271,6 +293,7 @@ class SQLiteStore:
                             c.token_count,
                             json.dumps(list(c.section), ensure_ascii=False),
                             np.ascontiguousarray(vec, dtype=np.float32).tobytes(),
+                            c.language,
                         )
                         for c, vec in zip(item.chunks, item.embeddings, strict=True)
                     ],
@@ -337,9 +360,14 @@ class SQLiteStore:
     def log_floor(self, collection: str) -> int:
         return self._head(self._conn, collection)[2]
 
-    def acknowledge(self, collection: str, consumer: str, generation: int) -> None:
+    def acknowledge(self, collection: str, consumer: str, generation: int, version: str | None = None) -> None:
+        """``version`` (what ``version()`` said when the consumer's state was made) guards against a state
+        of a dropped and recreated collection compacting the new one's log: such a call is ignored."""
         with self._write_lock, _Transaction(self._writer):
-            self._head(self._writer, collection)
+            uid, head, _floor = self._head(self._writer, collection)
+            if version is not None and version.rsplit("-g", 1)[0] != uid:
+                return
+            generation = min(generation, head)
             self._writer.execute(
                 "INSERT INTO log_consumers(collection, name, generation, updated_at) VALUES (?,?,?,?)"
                 " ON CONFLICT(collection, name) DO UPDATE SET generation=excluded.generation,"
@@ -369,19 +397,21 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------------------
     @staticmethod
-    def _document(row: tuple[str, str, str, str, str]) -> Document:
-        return Document(id=row[0], title=row[1], text=row[2], metadata=json.loads(row[3]), source=row[4])
+    def _document(row: tuple[str, str, str, str, str, str]) -> Document:
+        return Document(
+            id=row[0], title=row[1], text=row[2], metadata=json.loads(row[3]), source=row[4], language=row[5]
+        )
 
     def get_document(self, collection: str, doc_id: str) -> Document | None:
         row = self._conn.execute(
-            "SELECT id,title,text,metadata,source FROM documents WHERE collection=? AND id=?",
+            "SELECT id,title,text,metadata,source,language FROM documents WHERE collection=? AND id=?",
             (collection, doc_id),
         ).fetchone()
         return None if row is None else self._document(row)
 
     def iter_documents(self, collection: str) -> Iterator[Document]:
         rows = self._conn.execute(
-            "SELECT id,title,text,metadata,source FROM documents WHERE collection=? ORDER BY id", (collection,)
+            "SELECT id,title,text,metadata,source,language FROM documents WHERE collection=? ORDER BY id", (collection,)
         ).fetchall()
         for row in rows:
             yield self._document(row)
@@ -392,7 +422,7 @@ class SQLiteStore:
         marks = ",".join("?" * len(row_ids))
         rows = self._conn.execute(
             "SELECT c.row_id, c.document_id, c.idx, c.text, c.start, c.end, c.token_count, c.section,"
-            " d.title, d.source, d.metadata FROM chunks c JOIN documents d"
+            " d.title, d.source, d.metadata, c.language FROM chunks c JOIN documents d"
             " ON d.collection = c.collection AND d.id = c.document_id"
             f" WHERE c.collection=? AND c.row_id IN ({marks})",
             (collection, *[int(r) for r in row_ids]),
@@ -400,7 +430,9 @@ class SQLiteStore:
         by_row = {
             int(r[0]): StoredChunk(
                 row_id=int(r[0]),
-                chunk=Chunk(r[1], int(r[2]), r[3], int(r[4]), int(r[5]), int(r[6]), tuple(json.loads(r[7]))),
+                chunk=Chunk(
+                    r[1], int(r[2]), r[3], int(r[4]), int(r[5]), int(r[6]), tuple(json.loads(r[7])), str(r[11])
+                ),
                 title=r[8],
                 source=r[9],
                 metadata=json.loads(r[10]),
@@ -410,7 +442,7 @@ class SQLiteStore:
         return [by_row[int(r)] for r in row_ids if int(r) in by_row]
 
     _ROWS = (
-        "SELECT c.row_id, c.document_id, c.text, c.section, c.embedding, d.title, d.metadata"
+        "SELECT c.row_id, c.document_id, c.text, c.section, c.embedding, d.title, d.metadata, c.language, d.language"
         " FROM chunks c JOIN documents d ON d.collection = c.collection AND d.id = c.document_id"
     )
 
@@ -442,11 +474,13 @@ class SQLiteStore:
             emb = np.zeros((0, dim), dtype=np.float32)
         meta_cache: dict[str, dict[str, object]] = {}
         bodies: dict[str, list[str]] = {}
+        doc_languages: dict[str, str] = {}
         metadata = []
         for r in rows:
             if r[1] not in meta_cache:
                 meta_cache[r[1]] = json.loads(r[6])
                 bodies[r[1]] = [r[5]] if r[5] else []
+                doc_languages[r[1]] = str(r[8])
             bodies[r[1]].append(r[2])
             metadata.append(meta_cache[r[1]])
         return ChunkSnapshot(
@@ -460,6 +494,8 @@ class SQLiteStore:
             document_texts=["\n".join(parts) for parts in bodies.values()],
             chunk_texts=[r[2] for r in rows],
             titles={r[1]: r[5] for r in rows},
+            languages=[str(r[7]) for r in rows],
+            document_languages=list(doc_languages.values()),
         )
 
     def close(self) -> None:
@@ -471,6 +507,23 @@ class SQLiteStore:
                 except sqlite3.Error:
                     pass
             self._connections.clear()
+
+
+class _ThreadConnection:
+    """Held in a thread-local: when the thread ends it is collected, and its connection closed."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+
+def _release(conn: sqlite3.Connection, connections: list[sqlite3.Connection], lock: threading.Lock) -> None:
+    with lock:
+        if conn in connections:
+            connections.remove(conn)
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
 
 
 class _Transaction:
