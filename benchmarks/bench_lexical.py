@@ -28,7 +28,8 @@ from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.beir import load_beir
 from waypost.evaluation.metrics import percentile
 from waypost.evaluation.runner import COLLECTION, default_cache_dir, eval_store_dir, prepare
-from waypost.index.lexical import Analyzer, FieldStats, Vocabulary, bm25_scores
+from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
+from waypost.text.analyzers import analyzers
 from waypost.index.segment import Segment
 
 K1, B = 0.9, 0.4
@@ -57,13 +58,13 @@ def main() -> None:
     bm25s_build = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    analyzer, vocab = Analyzer(), Vocabulary()
-    segment = Segment.build("bench", snap, analyzer, vocab)
+    english, vocab = analyzers()("en"), Vocabulary()
+    segment = Segment.build("bench", snap, analyzers(), vocab)
     stats = FieldStats.over([(segment.chunks, None)], len(vocab))
     segmented_build = time.perf_counter() - t0
 
     def ours(query: str) -> np.ndarray:
-        ids = vocab.lookup(analyzer.terms(query))
+        ids = vocab.lookup(english.terms(query))
         return bm25_scores([(segment.chunks, 0)], len(segment), ids, stats, K1, B)
 
     def theirs(query: str) -> np.ndarray:
@@ -97,7 +98,7 @@ def main() -> None:
         titles={"bench-new": ""},
     )
     t0 = time.perf_counter()
-    extra = Segment.build("one", one, analyzer, vocab)
+    extra = Segment.build("one", one, analyzers(), vocab)
     FieldStats.over([(segment.chunks, None), (extra.chunks, None)], len(vocab))
     segmented_add = time.perf_counter() - t0
     t0 = time.perf_counter()

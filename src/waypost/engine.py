@@ -10,6 +10,7 @@ from pathlib import Path
 from waypost.answer.model import Answer, AnswerStream
 from waypost.answer.service import AnswerService
 from waypost.base import CollectionInfo, Embedder
+from waypost.embeddings.coverage import CoverageBook
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
@@ -61,6 +62,7 @@ class Engine:
             background=self.config.background_index_work,
         )
         self._embedders: dict[str, Embedder] = {}
+        self._coverage: dict[str, CoverageBook] = {}
         self._lock = threading.Lock()
         self._llm: LLMProvider | None = None
         self._llm_ready = False
@@ -102,6 +104,15 @@ class Engine:
                 self._embedders[model] = make_embedder(model, cache, self.config.api_key)
             return self._embedders[model]
 
+    def coverage(self, embedder: Embedder) -> CoverageBook:
+        """How well ``embedder`` serves each language (declared, remembered in the store, or measured)."""
+        with self._lock:
+            book = self._coverage.get(embedder.model_id)
+            if book is None or book.embedder is not embedder:
+                book = CoverageBook(self.store, embedder)
+                self._coverage[embedder.model_id] = book
+            return book
+
     def register_embedder(self, embedder: Embedder) -> None:
         """Use an already-loaded embedder for its model id (shares one model across engines)."""
         with self._lock:
@@ -122,7 +133,11 @@ class Engine:
     def collections(self) -> list[CollectionInfo]:
         return self.store.collections()
 
-    def collection(self, name: str = DEFAULT_COLLECTION, create: bool = False) -> Collection:
+    def collection(
+        self, name: str = DEFAULT_COLLECTION, create: bool = False, language: str | None = None
+    ) -> Collection:
+        """``language`` (ISO 639-1, e.g. "th") sets the whole collection's language instead of detecting it
+        per document; "" goes back to detection."""
         try:
             info: CollectionInfo | None = self.store.collection(name)
         except CollectionNotFoundError:
@@ -133,6 +148,8 @@ class Engine:
         if info is None:
             embedder = self.embedder(model)
             self.store.create_collection(name, embedder.model_id, embedder.dimension)
+        if language is not None:
+            self.store.set_collection_language(name, check_language(language))
         return Collection(self, name, model)
 
     def drop(self, name: str) -> None:
@@ -165,7 +182,12 @@ class Collection:
         return embedder
 
     def _ingestor(self) -> Ingestor:
-        return Ingestor(self.engine.store, self.embedder, Chunker(self.engine.config.chunk_tokens))
+        return Ingestor(
+            self.engine.store,
+            self.embedder,
+            Chunker(self.engine.config.chunk_tokens),
+            language=self.engine.store.collection_language(self.name),
+        )
 
     def add(self, documents: Iterable[Document], show_progress: bool = False, total: int | None = None) -> IngestReport:
         """Insert new documents, replace changed ones, skip unchanged ones (by content hash)."""
@@ -187,7 +209,10 @@ class Collection:
         return self.engine.store.iter_documents(self.name)
 
     def context(self) -> SearchContext:
-        return SearchContext(self.name, self.engine.indexes.get(self.name), self.embedder, self.engine.store)
+        embedder = self.embedder
+        return SearchContext(
+            self.name, self.engine.indexes.get(self.name), embedder, self.engine.store, self.engine.coverage(embedder)
+        )
 
     def extractor(self) -> FilterExtractor:
         """The rule-based filter extractor over this collection's current fields and values."""
@@ -233,6 +258,14 @@ class Collection:
 
             return MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
         return make_retriever(strategy, ctx, fusion).retrieve(query, k, filters)
+
+
+def check_language(language: str) -> str:
+    """An ISO 639-1 (or 639-3) code in lower case, or "" for detection; anything else is an error."""
+    code = language.strip().lower()
+    if code and not (code.isalpha() and 2 <= len(code) <= 3):
+        raise WaypostError(f"language must be an ISO 639 code such as 'en', 'de' or 'th', not {language!r}")
+    return code
 
 
 def open_store(path: str | Path, config: EngineConfig | None = None) -> Engine:

@@ -18,10 +18,30 @@ _STOP = frozenset(
 )
 
 
-def _stems(text: str) -> set[str]:
+def _stems(text: str, language: str = "en") -> set[str]:
+    """Content words as stems: English as always; other languages through their analyzer (stemmers,
+    stopwords, word segmentation for Thai, Chinese and Japanese)."""
+    if language not in ("en", "", "und"):
+        from waypost.text.analyzers import analyzers
+
+        return set(analyzers()(language).terms(text))
     from waypost.filters.extract import _stem
 
     return {_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP}
+
+
+def question_language(question: str, hits: list[Hit]) -> str:
+    """The question's language, among the languages of the passages it is answered from."""
+    from waypost.text.language import detector
+
+    counts: dict[str, int] = {}
+    for h in hits:
+        if h.chunk.language:
+            counts[h.chunk.language] = counts.get(h.chunk.language, 0) + 1
+    if not counts:
+        return detector().detect(question)
+    total = sum(counts.values())
+    return detector().detect(question, among=counts, prior={k: n / total for k, n in counts.items()})
 
 
 @dataclass(frozen=True)
@@ -44,13 +64,14 @@ class ExtractiveAnswerer:
         self.min_coverage = min_coverage
 
     def score(self, question: str, hits: list[Hit]) -> list[ScoredSentence]:
-        wanted = _stems(question)
+        language = question_language(question, hits)
+        wanted = _stems(question, language)
         scored: list[ScoredSentence] = []
         for rank, hit in enumerate(hits):
             text = hit.chunk.text
             for span in split_sentences(text):
                 sentence = text[span.start : span.end]
-                overlap = len(wanted & _stems(sentence)) / math.sqrt(max(1, len(wanted)))
+                overlap = len(wanted & _stems(sentence, language)) / math.sqrt(max(1, len(wanted)))
                 if overlap <= 0:
                     continue  # a sentence sharing no word with the question supports nothing
                 start = hit.chunk.start + span.start
@@ -61,8 +82,9 @@ class ExtractiveAnswerer:
     def supports(self, question: str, hits: list[Hit]) -> bool:
         """The passages of the best sentences, together, must cover more than half of the question's
         content words (a multi-hop answer spreads them over several passages)."""
-        wanted = _stems(question)
-        covered = wanted & _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits))
+        language = question_language(question, hits)
+        wanted = _stems(question, language)
+        covered = wanted & _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
         return len(covered) > self.min_coverage * len(wanted)
 
     def answer(self, question: str, hits: list[Hit]) -> tuple[str, list[Citation], bool]:

@@ -3,15 +3,13 @@
 bm25s bakes idf and the average length into its score matrix, so a segment built alone would score
 with its own statistics. Here a segment keeps raw term frequencies (by term for scoring, by row for
 subtracting deleted rows) and the scorer computes idf and average length over every live row of every
-segment at query time. The formula is the Lucene variant bm25s uses, with the same tokenizer
-(lower case, ``\\w\\w+`` tokens, English stopwords, Snowball stems), so scores equal a from-scratch
-build exactly.
+segment at query time. The formula is the Lucene variant bm25s uses; terms come from each text's
+language analyzer (``waypost.text.analyzers``). Scores equal a from-scratch build exactly.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,31 +23,6 @@ IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
-
-
-class Analyzer:
-    """Text to index terms: lower case, word tokens of two or more characters, stopwords out, stemmed."""
-
-    def __init__(self) -> None:
-        import Stemmer
-        from bm25s.stopwords import STOPWORDS_EN
-
-        self._stemmer = Stemmer.Stemmer("english")
-        self._stop = frozenset(STOPWORDS_EN)
-        self._stems: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def terms(self, text: str) -> list[str]:
-        stop = self._stop
-        words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
-        stems = self._stems
-        missing = [w for w in set(words) if w not in stems]
-        if missing:
-            with self._lock:
-                stems.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
-        return list(map(stems.__getitem__, words))
 
 
 class Vocabulary:

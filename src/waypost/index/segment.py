@@ -17,14 +17,16 @@ import numpy.typing as npt
 
 from waypost.base import ChunkSnapshot
 from waypost.index.dense import DenseIndex, load_hnsw
-from waypost.index.lexical import Analyzer, Postings, Vocabulary, merge_postings
+from waypost.index.lexical import Postings, Vocabulary, merge_postings
 from waypost.index.metadata import MetadataIndex
 from waypost.index.references import TitleTable
+from waypost.text.analyzers import Analyzers
+from waypost.text.language import detector
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-SEGMENT_FORMAT = 3
+SEGMENT_FORMAT = 4
 _BLOCK = 8 << 20
 
 
@@ -39,6 +41,8 @@ class Segment:
     chunks: Postings
     documents: Postings
     metadata_or_loader: MetadataIndex | Callable[[], MetadataIndex]
+    language_codes: list[str] = field(default_factory=list)  # what chunk_language indexes
+    chunk_language: npt.NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, dtype=np.int16))
     path: Path | None = None  # where it is saved, once it is
     _titles: TitleTable | None = field(default=None, repr=False)
     _doc_ptr: tuple[IntArray, IntArray] | None = field(default=None, repr=False)
@@ -91,6 +95,12 @@ class Segment:
         order, ptr = self._doc_ptr
         return order[ptr[slot] : ptr[slot + 1]]
 
+    def languages(self, live: BoolArray | None) -> dict[str, int]:
+        """Chunks per language, over live rows."""
+        codes = np.asarray(self.chunk_language) if live is None else np.asarray(self.chunk_language)[live]
+        counts = np.bincount(codes.astype(np.int64), minlength=len(self.language_codes))
+        return {c: int(n) for c, n in zip(self.language_codes, counts, strict=True) if n}
+
     def doc_live(self, live: BoolArray | None) -> BoolArray | None:
         """A document is live while any of its chunks is (documents are written and removed whole)."""
         if live is None:
@@ -112,15 +122,29 @@ class Segment:
     # -- build --------------------------------------------------------------------------------
     @classmethod
     def build(
-        cls, name: str, rows: ChunkSnapshot, analyzer: Analyzer, vocab: Vocabulary, approximate: bool = False
+        cls, name: str, rows: ChunkSnapshot, analyzers: Analyzers, vocab: Vocabulary, approximate: bool = False
     ) -> Segment:
         slots: dict[str, int] = {}
         chunk_doc = np.zeros(len(rows.document_ids), dtype=np.int64)
         for pos, doc in enumerate(rows.document_ids):
             chunk_doc[pos] = slots.setdefault(doc, len(slots))
         document_ids = list(slots)
-        chunk_terms = [vocab.encode(analyzer.terms(text)) for text in rows.index_texts]
-        doc_terms = [vocab.encode(analyzer.terms(text)) for text in rows.document_texts]
+        languages = chunk_languages(rows)
+        doc_languages = [
+            (rows.document_languages[i] if i < len(rows.document_languages) else "") or "" for i in range(len(slots))
+        ]
+        first_chunk: dict[int, str] = {}
+        for pos, slot in enumerate(chunk_doc.tolist()):
+            first_chunk.setdefault(slot, languages[pos])
+        doc_languages = [lang or first_chunk.get(i, "und") for i, lang in enumerate(doc_languages)]
+        chunk_terms = [
+            vocab.encode(analyzers(lang).terms(t)) for t, lang in zip(rows.index_texts, languages, strict=True)
+        ]
+        doc_terms = [
+            vocab.encode(analyzers(lang).terms(t)) for t, lang in zip(rows.document_texts, doc_languages, strict=True)
+        ]
+        codes = sorted(set(languages))
+        code_of = {c: i for i, c in enumerate(codes)}
         size = len(vocab)
         vectors = np.ascontiguousarray(rows.embeddings, dtype=np.float32)
         return cls(
@@ -133,6 +157,8 @@ class Segment:
             chunks=Postings.build(chunk_terms, size),
             documents=Postings.build(doc_terms, size),
             metadata_or_loader=MetadataIndex.build(rows.metadata),
+            language_codes=codes,
+            chunk_language=np.asarray([code_of[lang] for lang in languages], dtype=np.int16),
         )
 
     @classmethod
@@ -158,6 +184,22 @@ class Segment:
             if parts
             else np.zeros((0, dim), dtype=np.float32)
         )
+        codes = sorted({c for s, _ in parts for c in s.language_codes})
+        code_of = {c: i for i, c in enumerate(codes)}
+        chunk_language = (
+            np.concatenate(
+                [
+                    np.asarray([code_of[c] for c in s.language_codes], dtype=np.int16)[
+                        np.asarray(s.chunk_language)[live]
+                    ]
+                    if s.language_codes
+                    else np.zeros(int(live.sum()), dtype=np.int16)
+                    for (s, _), live in zip(parts, lives, strict=True)
+                ]
+            )
+            if parts
+            else np.zeros(0, dtype=np.int16)
+        )
         document_ids: list[str] = []
         titles: list[str] = []
         for (segment, _), doc_live in zip(parts, doc_lives_full, strict=True):
@@ -178,6 +220,8 @@ class Segment:
             metadata_or_loader=MetadataIndex.merge(
                 [(s.metadata, live) for (s, _), live in zip(parts, lives, strict=True)]
             ),
+            language_codes=codes,
+            chunk_language=chunk_language,
         )
 
     # -- persistence ----------------------------------------------------------------------------
@@ -188,6 +232,7 @@ class Segment:
             "row_ids.npy": np.asarray(self.row_ids, dtype=np.int64),
             "chunk_doc.npy": np.asarray(self.chunk_doc, dtype=np.int64),
             "vectors.npy": np.asarray(self.dense.vectors, dtype=np.float32),
+            "chunk_language.npy": np.asarray(self.chunk_language, dtype=np.int16),
         }
         for file, arr in arrays.items():
             np.save(path / file, arr, allow_pickle=False)
@@ -212,6 +257,7 @@ class Segment:
             "terms_chunks": self.chunks.terms,
             "terms_documents": self.documents.terms,
             "dim": int(self.dense.vectors.shape[1]),
+            "languages": self.language_codes,
             "files": {f: _checksum(path / f) for f in files},
         }
         (path / "segment.json").write_text(json.dumps(manifest))
@@ -257,10 +303,19 @@ class Segment:
             chunks=Postings.load(path, "chunks", rows, int(manifest["terms_chunks"])),
             documents=Postings.load(path, "documents", docs, int(manifest["terms_documents"])),
             metadata_or_loader=metadata,
+            language_codes=list(manifest["languages"]),
+            chunk_language=np.load(path / "chunk_language.npy", allow_pickle=False),
             path=path,
             _titles=TitleTable.from_json(json.loads((path / "title_table.json").read_text())),
         )
         return segment
+
+
+def chunk_languages(rows: ChunkSnapshot) -> list[str]:
+    """Each row's language: as recorded at ingest, or detected now (stores made before languages)."""
+    recorded = rows.languages if len(rows.languages) == len(rows.index_texts) else [""] * len(rows.index_texts)
+    detect = detector().detect
+    return [lang or detect(text) for lang, text in zip(recorded, rows.index_texts, strict=True)]
 
 
 def _fsync(path: Path) -> None:

@@ -31,11 +31,13 @@ import numpy.typing as npt
 from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore
 from waypost.errors import CollectionNotFoundError
 from waypost.index.dense import DenseView
-from waypost.index.lexical import Analyzer, FieldStats, Vocabulary, bm25_scores
+from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
 from waypost.index.metadata import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
 from waypost.index.segment import Segment
 from waypost.index.topk import Mask, Positions, Scores, top_k
+from waypost.text.analyzers import Analyzers, analyzers
+from waypost.text.language import detector
 
 if TYPE_CHECKING:
     from waypost.filters.extract import FilterExtractor
@@ -75,7 +77,7 @@ class BM25View:
     def query_tokens(self, query: str) -> list[str]:
         owner = self._owner
         stats = owner.chunk_stats
-        terms = owner.analyzer.terms(query)
+        terms = owner.analyzers(owner.query_language(query)).terms(query)
         ids = owner.vocab.ids
         return [t for t in terms if t in ids and ids[t] < stats.df.shape[0] and stats.df[ids[t]] > 0]
 
@@ -112,7 +114,7 @@ class IndexSet:
         segments: Sequence[Segment],
         lives: Sequence[BoolArray | None],
         vocab: Vocabulary,
-        analyzer: Analyzer,
+        analyzers: Analyzers,
         params: BM25Params | None = None,
         build_seconds: float = 0.0,
     ) -> None:
@@ -122,7 +124,7 @@ class IndexSet:
         self.segments = tuple(segments)
         self.lives = tuple(None if live is None or bool(live.all()) else live for live in lives)
         self.vocab = vocab
-        self.analyzer = analyzer
+        self.analyzers = analyzers
         self.params = params or BM25Params()
         self.build_seconds = build_seconds
         sizes = [len(s) for s in self.segments]
@@ -174,6 +176,7 @@ class IndexSet:
             self.document_of,
         )
         self._extractor: FilterExtractor | None = None
+        self._languages: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return self._size
@@ -181,6 +184,40 @@ class IndexSet:
     @property
     def live_count(self) -> int:
         return self._size if self.live is None else int(self.live.sum())
+
+    @property
+    def languages(self) -> dict[str, int]:
+        """Live chunks per language."""
+        if self._languages is None:
+            counts: dict[str, int] = {}
+            for s, live in zip(self.segments, self.lives, strict=True):
+                for lang, n in s.languages(live).items():
+                    counts[lang] = counts.get(lang, 0) + n
+            self._languages = counts
+        return self._languages
+
+    def positions_of_language(self, language: str) -> IntArray:
+        """Live positions of chunks in ``language``."""
+        parts: list[IntArray] = []
+        for s, off, live in zip(self.segments, self.offsets, self.lives, strict=True):
+            if language not in s.language_codes:
+                continue
+            hit = np.asarray(s.chunk_language) == s.language_codes.index(language)
+            if live is not None:
+                hit &= live
+            parts.append(np.flatnonzero(hit).astype(np.int64) + off)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def query_language(self, query: str) -> str:
+        """The language a query is analyzed in: the collection's, or the likeliest of its languages."""
+        counts = {lang: n for lang, n in self.languages.items() if lang != "und"}
+        if len(counts) == 1:
+            return next(iter(counts))
+        if not counts:
+            return detector().detect(query)
+        total = sum(counts.values())
+        detected = detector().detect(query, among=counts, prior={k: n / total for k, n in counts.items()})
+        return detected if detected in counts else max(counts, key=lambda k: counts[k])
 
     def document_of(self, position: int) -> str:
         i = int(np.searchsorted(self.offsets, position, side="right")) - 1
@@ -203,7 +240,7 @@ class IndexSet:
     def with_segments(
         self, segments: Sequence[Segment], lives: Sequence[BoolArray | None], generation: int, version: str
     ) -> IndexSet:
-        return IndexSet(self.collection, generation, version, segments, lives, self.vocab, self.analyzer, self.params)
+        return IndexSet(self.collection, generation, version, segments, lives, self.vocab, self.analyzers, self.params)
 
     def tombstones(self) -> IntArray:
         """Row ids of dead positions."""
@@ -219,11 +256,11 @@ class IndexSet:
         snap: ChunkSnapshot,
         approximate: bool = False,
         params: BM25Params | None = None,
-        analyzer: Analyzer | None = None,
+        analyzer: Analyzers | None = None,
     ) -> IndexSet:
         """Everything from one snapshot, as a single segment: the reference incremental updates must equal."""
         t0 = time.perf_counter()
-        analyzer = analyzer or Analyzer()
+        analyzer = analyzer or analyzers()
         vocab = Vocabulary()
         segment = Segment.build(_segment_name(snap.generation), snap, analyzer, vocab, approximate)
         built = cls(collection, snap.generation, snap.version, [segment], [None], vocab, analyzer, params)
@@ -246,7 +283,7 @@ class IndexSet:
             lives[i] = live
             segment.dense.mark_deleted(newly)
         if len(changes.added.row_ids):
-            segments.append(Segment.build(_segment_name(changes.generation), changes.added, self.analyzer, self.vocab))
+            segments.append(Segment.build(_segment_name(changes.generation), changes.added, self.analyzers, self.vocab))
             lives.append(None)
         keep = [i for i, live in enumerate(lives) if live is None or live.any()]
         updated = self.with_segments(
@@ -303,7 +340,7 @@ class LiveIndex:
         self.policy = policy or MergePolicy()
         self.params = params or BM25Params()
         self.background = background
-        self.analyzer = Analyzer()
+        self.analyzers = analyzers()
         self._current: IndexSet | None = None
         self._lock = threading.Lock()  # one catch-up at a time; queries never take it on the fast path
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"waypost-index-{collection}")
@@ -347,7 +384,7 @@ class LiveIndex:
             if changes is not None:
                 return current.apply(changes)
         built = IndexSet.build(
-            self.collection, self.store.snapshot(self.collection), self.approximate, self.params, self.analyzer
+            self.collection, self.store.snapshot(self.collection), self.approximate, self.params, self.analyzers
         )
         self.loaded_from = "rebuilt from the store"
         self._schedule(lambda: self._persist(built))
@@ -566,7 +603,7 @@ class LiveIndex:
                     segments,
                     lives,
                     vocab,
-                    self.analyzer,
+                    self.analyzers,
                     self.params,
                 )
                 state.build_seconds = time.perf_counter() - t0

@@ -10,7 +10,11 @@ from waypost.errors import WaypostError
 from waypost.types import Chunk
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+# Han and kana characters count one token each (words there are one to three characters, and models
+# tokenize them about per character); other scripts count words and punctuation.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
+_UNIT = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")  # what a too-long sentence may be cut between
 _ABBREV = {
     "e.g",
     "i.e",
@@ -39,8 +43,14 @@ _ABBREV = {
     "ca",
     "resp",
 }
-# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace, or at a blank line.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=\S)|\n[ \t]*\n\s*")
+# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace, or at a blank line;
+# at the ideographic 。！？ (no space follows them); and, in Thai, which marks sentences with a space
+# and no punctuation, at a space between Thai letters.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*\s+(?=\S)|\n[ \t]*\n\s*"
+    r"|(?<=[。！？])[」』”’）)\]]*\s*(?=\S)"
+    r"|(?<=[\u0e00-\u0e7f])[ \t]+(?=[\u0e00-\u0e7f])"
+)
 
 
 def count_tokens(text: str) -> int:
@@ -147,7 +157,7 @@ class Chunker:
     def _split_long(self, text: str, span: Span) -> list[Span]:
         if count_tokens(text[span.start : span.end]) <= self.max_tokens:
             return [span]
-        words = list(re.finditer(r"\S+", text[span.start : span.end]))
+        words = list(_UNIT.finditer(text[span.start : span.end]))
         parts: list[Span] = []
         group_start, tokens = words[0].start(), 0
         last_end = words[0].end()

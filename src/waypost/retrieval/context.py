@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from waypost.base import DocumentStore, Embedder
+from waypost.embeddings.coverage import CoverageBook
 from waypost.filters.model import Filter
 from waypost.index.set import IndexSet
 from waypost.index.topk import Mask, Positions, Scores
@@ -22,6 +23,15 @@ class SearchContext:
     indexes: IndexSet
     embedder: Embedder
     store: DocumentStore
+    coverage: CoverageBook | None = None
+
+    def dense_weight(self, query: str) -> tuple[str, float, str]:
+        """The query's language and how far to trust the dense side in it (1: fully), with a note."""
+        language = self.indexes.query_language(query)
+        if self.coverage is None:
+            return language, 1.0, f"language={language}"
+        cov = self.coverage.get(language, self.indexes, self.collection)
+        return language, cov.value, f"language={language} dense coverage={cov.value:.2f} ({cov.source})"
 
     def prefilter(self, filters: Filter | None, timer: Timer) -> Mask | None:
         """Positions a strategy may return: live ones matching ``filters`` (timed); ``None`` means all."""
@@ -36,7 +46,11 @@ class SearchContext:
         self, strategy: str, query: str, semantic_query: str, filters: Filter | None, mask: Mask | None, timer: Timer
     ) -> Explanation:
         candidates = int(mask.sum()) if mask is not None else self.indexes.live_count
-        return Explanation(strategy, query, semantic_query, str(filters) if filters else None, candidates, timer.ms)
+        explanation = Explanation(
+            strategy, query, semantic_query, str(filters) if filters else None, candidates, timer.ms
+        )
+        explanation.notes.extend(timer.notes)
+        return explanation
 
     def hits(
         self,
@@ -89,6 +103,7 @@ class Timer:
 
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
+        self.notes: list[str] = []  # what a stage decided, for explain (the query's language, weights)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

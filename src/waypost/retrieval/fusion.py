@@ -36,18 +36,22 @@ class RankedList:
     all_scores: Scores
 
 
-def fuse(dense: RankedList, sparse: RankedList, config: FusionConfig) -> tuple[Positions, Scores]:
+def fuse(
+    dense: RankedList, sparse: RankedList, config: FusionConfig, dense_weight: float = 1.0
+) -> tuple[Positions, Scores]:
+    """``dense_weight`` (0-1, the embedder's coverage of the query's language) scales the dense side."""
     candidates = np.union1d(dense.positions, sparse.positions)
     if candidates.size == 0:
         return candidates.astype(np.int64), np.zeros(0, dtype=np.float32)
     if config.method is FusionMethod.WEIGHTED:
-        fused = config.alpha * _minmax(dense, candidates) + (1 - config.alpha) * _minmax(sparse, candidates)
+        alpha = config.alpha * dense_weight
+        fused = alpha * _minmax(dense, candidates) + (1 - alpha) * _minmax(sparse, candidates)
     elif config.method is FusionMethod.RRF:
-        fused = _rank_points(dense, candidates, lambda r: 1.0 / (config.rrf_k + r))
+        fused = dense_weight * _rank_points(dense, candidates, lambda r: 1.0 / (config.rrf_k + r))
         fused += _rank_points(sparse, candidates, lambda r: 1.0 / (config.rrf_k + r))
     else:
         depth = max(len(dense.positions), len(sparse.positions))
-        fused = _rank_points(dense, candidates, lambda r: float(depth - r + 1))
+        fused = dense_weight * _rank_points(dense, candidates, lambda r: float(depth - r + 1))
         fused += _rank_points(sparse, candidates, lambda r: float(depth - r + 1))
     order = np.argsort(-fused, kind="stable")
     return candidates[order].astype(np.int64), fused[order].astype(np.float32)
@@ -90,8 +94,11 @@ def _minmax(ranked: RankedList, candidates: Positions) -> Scores:
         return np.zeros(candidates.size, dtype=np.float32)
     hi = float(ranked.scores.max())
     lo = float(ranked.scores.min())
-    span = hi - lo if hi > lo else 1.0
-    scaled: Scores = np.clip((ranked.all_scores[candidates] - lo) / span, 0.0, None).astype(np.float32)
+    values = ranked.all_scores[candidates]
+    if hi <= lo:  # one hit, or all tied: they are the list's best, not its worst
+        tied: Scores = (values >= hi).astype(np.float32)
+        return tied
+    scaled: Scores = np.clip((values - lo) / (hi - lo), 0.0, None).astype(np.float32)
     return scaled
 
 

@@ -25,9 +25,12 @@ def hybrid_search(
         s_pos, s_scores = top_k(sparse_all, depth, mask)
         keep = s_scores > 0
         s_pos, s_scores = s_pos[keep], s_scores[keep]
+    with timer.stage("language"):
+        _language, weight, note = ctx.dense_weight(query)
+    timer.notes.append(note)
     with timer.stage("fusion"):
         positions, scores = fuse(
-            RankedList(d_pos, d_scores, dense_all), RankedList(s_pos, s_scores, sparse_all), config
+            RankedList(d_pos, d_scores, dense_all), RankedList(s_pos, s_scores, sparse_all), config, weight
         )
     stages = {"dense": ranked_table(d_pos, d_scores), "bm25": ranked_table(s_pos, s_scores)}
     if config.reference_weight > 0:

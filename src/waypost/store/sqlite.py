@@ -72,6 +72,14 @@ CREATE TABLE IF NOT EXISTS change_log (
     added_rows BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS change_log_by_generation ON change_log(collection, generation);
+CREATE TABLE IF NOT EXISTS embedding_coverage (
+    model TEXT NOT NULL,
+    language TEXT NOT NULL,
+    value REAL NOT NULL,
+    samples INTEGER NOT NULL,
+    measured_at REAL NOT NULL,
+    PRIMARY KEY (model, language)
+);
 CREATE TABLE IF NOT EXISTS log_consumers (
     collection TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -380,6 +388,21 @@ class SQLiteStore:
             self._writer.execute("DELETE FROM change_log WHERE collection=? AND generation <= ?", (collection, applied))
             self._writer.execute(
                 "UPDATE collections SET log_floor = max(log_floor, ?) WHERE name=?", (applied, collection)
+            )
+
+    def coverage(self, model: str, language: str) -> tuple[float, int] | None:
+        """A remembered measurement of how well ``model`` serves ``language`` (value, samples)."""
+        row = self._conn.execute(
+            "SELECT value, samples FROM embedding_coverage WHERE model=? AND language=?", (model, language)
+        ).fetchone()
+        return None if row is None else (float(row[0]), int(row[1]))
+
+    def remember_coverage(self, model: str, language: str, value: float, samples: int) -> None:
+        with self._write_lock:
+            self._writer.execute(
+                "INSERT OR REPLACE INTO embedding_coverage(model, language, value, samples, measured_at)"
+                " VALUES (?,?,?,?,?)",
+                (model, language, value, samples, time.time()),
             )
 
     def consumers(self, collection: str) -> dict[str, int]:
