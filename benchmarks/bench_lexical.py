@@ -29,8 +29,8 @@ from waypost.evaluation.beir import load_beir
 from waypost.evaluation.metrics import percentile
 from waypost.evaluation.runner import COLLECTION, default_cache_dir, eval_store_dir, prepare
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
-from waypost.text.analyzers import analyzers
 from waypost.index.segment import Segment
+from waypost.text.analyzers import analyzers
 
 K1, B = 0.9, 0.4
 
