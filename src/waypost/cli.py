@@ -72,6 +72,10 @@ def add(
     collection: CollOpt = DEFAULT_COLLECTION,
     model: ModelOpt = None,
     chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk.")] = 200,
+    language: Annotated[
+        str | None,
+        typer.Option(help="The collection's language (ISO 639-1, e.g. th); '' detects per document (default)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest documents. Unchanged documents are skipped; changed ones are replaced atomically."""
@@ -79,7 +83,8 @@ def add(
     if missing:
         raise WaypostError(f"no such file or folder: {', '.join(missing)}")
     with _engine(store, model, chunk_tokens) as engine:
-        report = engine.collection(collection, create=True).add_paths(paths, show_progress=not as_json)
+        coll = engine.collection(collection, create=True, language=language)
+        report = coll.add_paths(paths, show_progress=not as_json)
     if as_json:
         print(json.dumps(report.to_dict()))
     else:
@@ -293,6 +298,8 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
             "last_merge": status.last_merge,
             "log_floor": engine.store.log_floor(collection),
             "log_consumers": consumers,
+            "languages": indexes.languages,  # live chunks per language
+            "collection_language": engine.store.collection_language(collection) or "detected per document",
             "index_errors": status.errors,  # failed background merges or saves, and ignored saved states
             "store_bytes": sum(p.stat().st_size for p in store.rglob("*") if p.is_file()),
             "fields": {
