@@ -123,3 +123,64 @@ def test_graded_ndcg_uses_linear_gain_like_trec_eval() -> None:
     expected = (1 + 2 / 1.584962500721156) / (2 + 1 / 1.584962500721156)
     assert ndcg_at(["b", "a"], gold, 10) == pytest.approx(expected)
     assert reciprocal_rank(["x"] * 15 + ["b"], gold) == pytest.approx(1 / 16)  # not cut at 10
+
+
+def test_evidence_at_a_budget_by_hand() -> None:
+    from waypost.evaluation.metrics import evidence_at_budget
+
+    gold = [("d", 0, 200)]
+    # two overlapping results and one outside the evidence; overlaps count once
+    assert evidence_at_budget([("d", 0, 100, 10), ("d", 50, 150, 10), ("e", 0, 10, 5)], gold, 100) == (
+        0.75,
+        150 / 160,
+    )
+    # the second result crosses the budget: half its tokens fit, so its first half counts
+    assert evidence_at_budget([("d", 0, 100, 10), ("d", 100, 300, 20)], gold, 20) == (1.0, 1.0)
+    assert evidence_at_budget([("e", 0, 50, 10)], gold, 500) == (0.0, 0.0)
+    assert evidence_at_budget([], gold, 500) == (0.0, 0.0)
+
+
+def test_span_qrels_scope_and_breakdown(tmp_path: Path, minilm) -> None:  # type: ignore[no-untyped-def]
+    """Two long 'meetings'; each question's evidence is one passage of its own meeting."""
+    root = tmp_path / "meetings"
+    (root / "qrels").mkdir(parents=True)
+    turns = {
+        "m1": [f"A: We discussed the budget for item {i} and agreed to fund it." for i in range(30)]
+        + ["B: The microphone array failed during the recording and must be replaced."],
+        "m2": [f"C: The schedule for task {i} slipped by a week." for i in range(30)]
+        + ["D: The microphone vendor promised new headsets next month."],
+    }
+    corpus = [{"_id": m, "title": "", "text": "\n".join(t), "metadata": {"meeting": m}} for m, t in turns.items()]
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus))
+    queries = [
+        {
+            "_id": "q1",
+            "text": "What happened to the microphone array?",
+            "metadata": {"meeting": "m1", "kind": "specific"},
+        },
+        {
+            "_id": "q2",
+            "text": "What did the vendor promise about headsets?",
+            "metadata": {"meeting": "m2", "kind": "other"},
+        },
+    ]
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tm1\t1\nq2\tm2\t1\n")
+    spans = ["query-id\tcorpus-id\tstart\tend"]
+    for qid, meeting, needle in (("q1", "m1", "B: The microphone"), ("q2", "m2", "D: The microphone")):
+        text = corpus[0 if meeting == "m1" else 1]["text"]
+        start = text.index(needle)
+        spans.append(
+            f"{qid}\t{meeting}\t{start}\t{text.index(chr(10), start) if chr(10) in text[start:] else len(text)}"
+        )
+    (root / "qrels" / "test-spans.tsv").write_text("\n".join(spans) + "\n")
+    assert load_beir(root).spans["q1"][0][0] == "m1"
+    config = EngineConfig(chunk_tokens=32)
+    report = run_eval(root, "hybrid", config=config, cache_dir=tmp_path / "cache", scope="meeting", by="kind")
+    out = report.to_dict()
+    for budget in (500, 1000, 2000):
+        assert 0.0 <= out[f"evidence_precision@{budget}"] <= 1.0
+    assert out["evidence_recall@500"] == 1.0  # the evidence chunk ranks within the first 500 tokens
+    assert out["by"]["specific"]["queries"] == 1 and "evidence_recall@1000" in out["by"]["other"]
+    with pytest.raises(Exception, match="no metadata field"):
+        run_eval(root, "bm25", config=config, cache_dir=tmp_path / "cache", scope="room")

@@ -356,9 +356,15 @@ def eval_(
     answer: Annotated[bool, typer.Option("--answer", help="Also answer every query; report answer_recall.")] = False,
     llm: LlmOpt = "none",
     llm_filters: LlmFiltersOpt = False,
+    scope: Annotated[
+        str | None,
+        typer.Option(help="Restrict each query to documents whose metadata FIELD equals the query's (e.g. meeting)."),
+    ] = None,
+    by: Annotated[str | None, typer.Option(help="Also report metrics per value of this query metadata field.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy."""
+    """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy, and
+    evidence recall/precision at 500/1000/2000-token budgets where the set has span qrels."""
     from waypost.evaluation.runner import run_eval
 
     config = EngineConfig(
@@ -369,7 +375,17 @@ def eval_(
         llm_filters=llm_filters,
     )
     report = run_eval(
-        dataset, strategy, k, config, cache_dir, split, show_progress=not as_json, limit=limit, answer=answer
+        dataset,
+        strategy,
+        k,
+        config,
+        cache_dir,
+        split,
+        show_progress=not as_json,
+        limit=limit,
+        answer=answer,
+        scope=scope,
+        by=by,
     )
     if as_json:
         print(json.dumps(report.to_dict()))
@@ -380,6 +396,13 @@ def eval_(
     for name, value in report.metrics.items():
         table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
+    for group, values in report.by.items():
+        sub = Table(title=f"{by} = {group}")
+        sub.add_column("metric")
+        sub.add_column("value", justify="right")
+        for name, value in values.items():
+            sub.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+        console.print(sub)
     if show_failures:
         for f in report.failures:
             console.print(f"[yellow]{f['query']}[/]\n  expected {f['expected']}\n  got      {f['predicted']}")

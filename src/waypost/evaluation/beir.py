@@ -21,11 +21,15 @@ class Query:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+Span = tuple[str, int, int]  # document id, start, end: character offsets into the document's text
+
+
 @dataclass
 class BeirDataset:
     root: Path
     queries: list[Query]
     qrels: dict[str, dict[str, int]]
+    spans: dict[str, list[Span]] = field(default_factory=dict)  # qrels/<split>-spans.tsv, where a set has it
 
     @property
     def name(self) -> str:
@@ -76,4 +80,15 @@ def load_beir(root: str | Path, split: str = "test") -> BeirDataset:
                 row = json.loads(line)
                 if str(row["_id"]) in qrels:
                     queries.append(Query(str(row["_id"]), row["text"], row.get("metadata") or {}))
-    return BeirDataset(root, queries, qrels)
+    spans: dict[str, list[Span]] = {}
+    spans_path = root / "qrels" / f"{split}-spans.tsv"
+    if spans_path.exists():
+        with spans_path.open(encoding="utf-8") as fh:
+            for row in csv.reader(fh, delimiter="\t"):
+                if not row or row[0] == "query-id":
+                    continue
+                start, end = int(row[2]), int(row[3])
+                if end < start:
+                    raise WaypostError(f"{spans_path}: span {row} ends before it starts")
+                spans.setdefault(row[0], []).append((row[1], start, end))
+    return BeirDataset(root, queries, qrels, spans)

@@ -10,17 +10,30 @@ from pathlib import Path
 from typing import Any
 
 from waypost.engine import Collection, Engine, EngineConfig
-from waypost.evaluation.beir import BeirDataset, Query, load_beir
-from waypost.evaluation.metrics import ndcg_at, percentile, precision_at, recall_at, reciprocal_rank
+from waypost.errors import WaypostError
+from waypost.evaluation.beir import BeirDataset, Query, Span, load_beir
+from waypost.evaluation.metrics import (
+    evidence_at_budget,
+    ndcg_at,
+    percentile,
+    precision_at,
+    recall_at,
+    reciprocal_rank,
+)
 from waypost.filters.model import Condition, Op
 from waypost.index.metadata import MetadataLookup
 from waypost.progress import track
+from waypost.types import Hit
 
 COLLECTION = "corpus"
 
 
 def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "waypost"
+
+
+BUDGETS = (500, 1000, 2000)  # context budgets (tokens) for evidence recall and precision
+SPAN_DEPTH = 60  # chunks retrieved per query for span metrics: more text than the largest budget
 
 
 @dataclass
@@ -30,9 +43,33 @@ class EvalReport:
     metrics: dict[str, float]
     ingest: dict[str, Any] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    by: dict[str, dict[str, float]] = field(default_factory=dict)  # metrics per value of a query field
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "strategy": self.strategy, **self.metrics}
+        out: dict[str, Any] = {"dataset": self.dataset, "strategy": self.strategy, **self.metrics}
+        if self.by:
+            out["by"] = self.by
+        return out
+
+
+def scope_filter(query: Query, scope: str | None) -> Condition | None:
+    """With ``--scope FIELD``: only documents whose FIELD equals the query's own FIELD."""
+    if scope is None:
+        return None
+    if scope not in query.metadata:
+        raise WaypostError(f"--scope {scope}: query {query.id!r} has no metadata field {scope!r}")
+    return Condition(scope, Op.EQ, query.metadata[scope])
+
+
+def evidence_metrics(hits: list[Hit], gold: list[Span]) -> dict[str, float]:
+    """Evidence recall and precision at each context budget (see ``metrics.evidence_at_budget``)."""
+    returned = [(h.chunk.document_id, h.chunk.start, h.chunk.end, max(1, h.chunk.token_count)) for h in hits]
+    out: dict[str, float] = {}
+    for budget in BUDGETS:
+        recall, precision = evidence_at_budget(returned, gold, budget)
+        out[f"evidence_recall@{budget}"] = recall
+        out[f"evidence_precision@{budget}"] = precision
+    return out
 
 
 def eval_store_dir(dataset: BeirDataset, config: EngineConfig, cache_dir: Path) -> Path:
@@ -53,11 +90,13 @@ def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[
     return collection, summary
 
 
-def ranked_documents(collection: Collection, query: str, strategy: str, depth: int) -> list[str]:
+def ranked_documents(
+    collection: Collection, query: str, strategy: str, depth: int, filters: Condition | None = None
+) -> list[str]:
     """The top ``depth`` distinct documents; asks for more chunks while long documents crowd the list."""
     chunks = depth * 3
     while True:
-        result = collection.retrieve(query, strategy, k=chunks)
+        result = collection.retrieve(query, strategy, k=chunks, filters=filters)
         ranked = result.document_ids()
         if len(ranked) >= depth or len(result.hits) < chunks:
             return ranked[:depth]
@@ -74,7 +113,11 @@ def run_eval(
     show_progress: bool = False,
     limit: int | None = None,
     answer: bool = False,
+    scope: str | None = None,
+    by: str | None = None,
 ) -> EvalReport:
+    """``scope``: restrict each query to documents whose metadata field equals the query's; ``by``:
+    also report every metric per value of a query metadata field."""
     dataset = load_beir(dataset_dir, split)
     config = config or EngineConfig()
     cache_dir = cache_dir or default_cache_dir()
@@ -87,6 +130,7 @@ def run_eval(
         queries = dataset.queries[:limit] if limit else dataset.queries
         collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10)  # build indexes, load model
         per_query: dict[str, list[float]] = {}
+        groups: dict[str, dict[str, list[float]]] = {}
         latencies: list[float] = []
         filter_hits: list[bool] = []
         # Filter accuracy belongs to the strategy that extracts filters.
@@ -94,8 +138,9 @@ def run_eval(
         extractor = collection.query_filter_extractor() if wants_filters else None
         failures: list[dict[str, Any]] = []
         for q in track(queries, show_progress, f"{strategy} queries"):
+            flt = scope_filter(q, scope)
             t0 = time.perf_counter()
-            ranked = ranked_documents(collection, q.text, strategy, depth)
+            ranked = ranked_documents(collection, q.text, strategy, depth, flt)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             gold = dataset.qrels.get(q.id, {})
             scores = {
@@ -108,8 +153,14 @@ def run_eval(
                 "mrr": reciprocal_rank(ranked, gold),
                 "p@10": precision_at(ranked, gold, 10),
             }
+            if dataset.spans:
+                hits = collection.retrieve(q.text, strategy, k=SPAN_DEPTH, filters=flt).hits
+                scores.update(evidence_metrics(hits, dataset.spans.get(q.id, [])))
             for name, value in scores.items():
                 per_query.setdefault(name, []).append(value)
+                if by is not None:
+                    group = str(q.metadata.get(by, "(none)"))
+                    groups.setdefault(group, {}).setdefault(name, []).append(value)
             if extractor is not None and "constraints" in q.metadata:
                 predicted = canonical_conditions(extractor.extract(q.text).conditions)
                 expected = canonical_constraints(q.metadata["constraints"], collection.extractor().index)
@@ -123,6 +174,13 @@ def run_eval(
                         }
                     )
         metrics = {name: round(sum(v) / len(v), 4) for name, v in per_query.items()}
+        by_value = {
+            group: {
+                **{n: round(sum(v) / len(v), 4) for n, v in table.items()},
+                "queries": len(next(iter(table.values()))),
+            }
+            for group, table in sorted(groups.items())
+        }
         metrics["latency_p50_ms"] = round(percentile(latencies, 0.5), 2)
         metrics["latency_p95_ms"] = round(percentile(latencies, 0.95), 2)
         metrics["queries"] = len(queries)
@@ -130,7 +188,9 @@ def run_eval(
             metrics.update(answer_metrics(collection, queries, strategy, show_progress=show_progress))
         if filter_hits:
             metrics["filter_accuracy"] = round(sum(filter_hits) / len(filter_hits), 4)
-        return EvalReport(dataset.name, strategy, metrics, ingest, failures)
+        if scope is not None:
+            metrics["scope"] = scope  # type: ignore[assignment]
+        return EvalReport(dataset.name, strategy, metrics, ingest, failures, by_value)
     finally:
         engine.close()
 
