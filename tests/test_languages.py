@@ -3,6 +3,7 @@ no shared data set has (Russian, Arabic, Vietnamese, Hindi, Japanese), plus Thai
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -47,15 +48,18 @@ def test_documents_and_queries_in_other_scripts(tmp_path: Path, minilm: Embedder
     engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
     engine.register_embedder(minilm)
     coll = engine.collection("c", create=True)
-    coll.add([Document(doc_id, text) for doc_id, text in CORPORA[language]])
-    assert {d.language for d in coll.documents()} == {language}
+    report = coll.add([Document(doc_id, text) for doc_id, text in CORPORA[language]])
+    assert {d.language for d in coll.documents()} == {""}  # detected, not declared: nothing is stored
+    assert coll.add(list(coll.documents())).unchanged == report.added  # so reading back and re-adding is a no-op
+    assert coll.engine.indexes.get("c").languages == {language: report.chunks}
     for query, expected in QUERIES[language]:
         for strategy in ("bm25", "hybrid"):
             result = coll.retrieve(query, strategy, k=3)
             assert result.hits[0].document_id == expected, (strategy, query, [h.document_id for h in result.hits])
             assert result.hits[0].chunk.language == language
-    explained = coll.retrieve(QUERIES[language][0][0], "hybrid").explanation
-    assert any(f"language={language}" in n for n in explained.notes)
+    for strategy in ("bm25", "dense", "hybrid"):
+        explained = coll.retrieve(QUERIES[language][0][0], strategy).explanation
+        assert any(f"language={language}" in n for n in explained.notes), strategy
     engine.close()
 
 
@@ -74,11 +78,11 @@ def test_stemming_and_normalization_in_several_languages() -> None:
 def test_detection_by_script_and_model() -> None:
     d = detector()
     samples = {
-        "en": "The river floods the valley every spring.",
-        "de": "Der Fluss überschwemmt jedes Frühjahr das Tal.",
-        "ru": "Река каждую весну затапливает долину.",
-        "ar": "يفيض النهر على الوادي كل ربيع.",
-        "vi": "Con sông làm ngập thung lũng mỗi mùa xuân.",
+        "en": "The river floods the valley every spring, and the farmers move their herds uphill.",
+        "de": "Der Fluss überschwemmt jedes Frühjahr das Tal, und die Bauern treiben ihre Herden bergauf.",
+        "ru": "Река каждую весну затапливает долину, и крестьяне уводят стада в горы.",
+        "ar": "يفيض النهر على الوادي كل ربيع، وينقل المزارعون قطعانهم إلى أعلى التلال.",
+        "vi": "Con sông làm ngập thung lũng mỗi mùa xuân, và nông dân lùa đàn gia súc lên đồi.",
         "th": "แม่น้ำท่วมหุบเขาทุกฤดูใบไม้ผลิ",
         "zh": "每年春天河水都会淹没山谷。",
         "ja": "毎年春になると川が谷を氾濫させます。",
@@ -86,8 +90,23 @@ def test_detection_by_script_and_model() -> None:
     for language, text in samples.items():
         assert d.detect(text) == language, (language, d.detect(text))
     assert d.detect("12345 !!!") == "und"
+    for short in ("Results", "Conclusions", "Mortality rates", "Figure 3"):
+        assert d.detect(short) == "und", short  # too little to tell: the document's language is used
+    assert d.detect("東京大学", among={"en", "ja"}) == "ja"  # kanji alone, in a collection without Chinese
     # a short query is read among the collection's languages, weighted by how common each is
     assert d.detect("Bleddyn ap Cynfyn", among={"en": 99, "cy": 1}, prior={"en": 0.99, "cy": 0.01}) in {"en", "cy"}
+
+
+def test_short_documents_take_the_language_of_their_batch_or_collection(tmp_path: Path, minilm: Embedder) -> None:
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
+    engine.register_embedder(minilm)
+    coll = engine.collection("c", create=True)
+    long_en = "The harbour master keeps the tide tables, and ships wait outside until the water rises."
+    coll.add([Document("long", long_en), Document("short1", "Mortality rates")])
+    coll.add([Document("short2", "Running shoes")])  # alone in its batch: the collection is English
+    assert engine.indexes.get("c").languages == {"en": 3}
+    assert coll.retrieve("run shoe", "bm25").hits[0].document_id == "short2"  # stemmed as English
+    engine.close()
 
 
 def test_a_document_mixing_languages_gets_a_language_per_section(tmp_path: Path, minilm: Embedder) -> None:
@@ -112,10 +131,13 @@ def test_a_document_mixing_languages_gets_a_language_per_section(tmp_path: Path,
 def test_a_language_set_by_hand_wins_and_bad_codes_are_refused(tmp_path: Path, minilm: Embedder) -> None:
     engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
     engine.register_embedder(minilm)
-    coll = engine.collection("c", create=True, language="de")
+    coll = engine.collection("c", create=True, language="deu")  # ISO 639-3 codes are made canonical
     coll.add([Document("d1", "Ein kurzer Text.")])
-    coll.add([Document("d2", "Short English text, marked Russian by hand.", language="ru")])
-    assert {d.id: d.language for d in coll.documents()} == {"d1": "de", "d2": "ru"}
+    coll.add([Document("d2", "Short English text, marked Russian by hand.", language="ru-RU")])
+    assert {d.id: d.language for d in coll.documents()} == {"d1": "", "d2": "ru"}
+    assert engine.store.collection_language("c") == "de"
+    assert coll.engine.indexes.get("c").languages == {"de": 1, "ru": 1}
+    assert coll.add([Document("d2", "Short English text, marked Russian by hand.", language="ru")]).unchanged == 1
     with pytest.raises(WaypostError, match="ISO 639"):
         engine.collection("c", language="german!")
     engine.close()
@@ -144,20 +166,31 @@ def test_fusion_trusts_the_embedder_by_its_coverage_of_the_language(tmp_path: Pa
     engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
     engine.register_embedder(minilm)
     coll = engine.collection("c", create=True)
+    words = (
+        "ข้าว น้ำ บ้าน ตลาด รถ ถนน โรงเรียน ครู นักเรียน แม่น้ำ ภูเขา ทะเล ปลา ไก่ หมู วัว ต้นไม้ ดอกไม้ ฝน ลม "
+        "เมือง หมู่บ้าน วัด อาหาร ผลไม้ มะม่วง กล้วย เกษตรกร ชาวประมง เรือ สะพาน โรงพยาบาล หมอ ยา หนังสือ "
+        "ห้องสมุด ร้านค้า เงิน ทอง ไฟฟ้า โทรศัพท์ เพลง เทศกาล สนามบิน รถไฟ"
+    ).split()
+    rng = random.Random(5)
     thai = [
-        f"เอกสารฉบับที่ {i} กล่าวถึงการเดินทางไปยังจังหวัดเชียงใหม่ การปลูกข้าว และตลาดน้ำ ในฤดูฝนปีที่ {2000 + i} "
-        f"ชาวบ้านจัดงานเทศกาลครั้งที่ {i} พร้อมอาหารพื้นเมืองหลายชนิด"
-        for i in range(30)
-    ]
+        " ".join("".join(rng.choice(words) for _ in range(6)) for _ in range(7)) for _ in range(30)
+    ]  # Thai writes words together, with spaces between phrases
     coll.add([Document(f"th{i}", t) for i, t in enumerate(thai)])
-    notes = coll.retrieve("เทศกาลครั้งที่ 7", "hybrid").explanation.notes
+    notes = coll.retrieve(thai[7].split()[3], "hybrid").explanation.notes
     coverage = [n for n in notes if "dense coverage" in n]
     assert coverage and "(measured)" in coverage[0]
     value = float(coverage[0].split("dense coverage=")[1].split()[0])
     assert value < 0.5, coverage  # MiniLM cannot read Thai: BM25 leads
-    assert engine.store.coverage(minilm.model_id, "th") is not None  # remembered, not measured again
+    uid = engine.store.version("c").rsplit("-g", 1)[0]
+    remembered = engine.store.coverage(minilm.model_id, uid, "th")
+    assert remembered is not None and remembered[1] >= 20  # remembered for this collection, not measured again
     english = engine.collection("en", create=True)
-    english.add([Document(f"e{i}", f"Report {i} on rice farming and floating markets.") for i in range(3)])
+    english.add(
+        [
+            Document(f"e{i}", f"Report {i} on rice farming, floating markets and the river boats that serve them.")
+            for i in range(3)
+        ]
+    )
     notes = english.retrieve("rice farming", "hybrid").explanation.notes
     assert any("dense coverage=1.00 (declared)" in n for n in notes)
     engine.close()

@@ -261,8 +261,10 @@ class Collection:
 
 
 def check_language(language: str) -> str:
-    """An ISO 639-1 (or 639-3) code in lower case, or "" for detection; anything else is an error."""
-    code = language.strip().lower()
+    """An ISO 639 code (``th``, ``tha``, ``en-US``), made canonical, or "" for detection; else an error."""
+    from waypost.text.language import canonical_language
+
+    code = canonical_language(language)
     if code and not (code.isalpha() and 2 <= len(code) <= 3):
         raise WaypostError(f"language must be an ISO 639 code such as 'en', 'de' or 'th', not {language!r}")
     return code

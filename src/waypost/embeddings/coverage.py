@@ -30,7 +30,8 @@ DECLARED: dict[str, dict[str, float]] = {
     "all-MiniLM-L6-v2": {"en": 1.0, "*": 0.25},
     "sentence-transformers/all-MiniLM-L6-v2": {"en": 1.0, "*": 0.25},
 }
-MIN_SAMPLES = 5
+MIN_SAMPLES = 20  # usable self-retrieval queries needed before a measurement counts
+REMEASURE_GROWTH = 4  # measure again once the language has this many times the chunks it had
 _UNIT = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
 )
@@ -47,14 +48,18 @@ class Coverage:
 
 
 def pseudo_query(text: str) -> str:
-    """The middle third of a text, cut between words (or characters, in scripts without spaces)."""
+    """A window from the middle third of a text, cut between words where the text has enough of them
+    (spaces, or Han and kana characters), else between characters (Thai phrases run long unspaced)."""
     units = [m.group(0) for m in _UNIT.finditer(text)]
-    if len(units) < 6:
+    if len(units) >= 6:
+        third = len(units) // 3
+        window = units[third : third + max(3, min(third, 24))]
+        joiner = "" if all(len(u) == 1 for u in window) else " "
+        return joiner.join(window)
+    if len(text) < 30:
         return ""
-    third = len(units) // 3
-    window = units[third : third + max(3, min(third, 24))]
-    joiner = "" if all(len(u) == 1 for u in window) else " "
-    return joiner.join(window)
+    third = len(text) // 3
+    return text[third : third + min(third, 120)].strip()
 
 
 def measure(
@@ -77,12 +82,15 @@ def measure(
         query = pseudo_query(text)
         if not query:
             continue
-        dense = indexes.dense.scores(embed_query(query)).astype(np.float64)
         lexical = indexes.bm25.scores(query)
+        if lexical[int(pos)] <= 0:
+            continue  # the analyzer finds nothing of the text in its own window: no comparison to make
+        dense = indexes.dense.scores(embed_query(query)).astype(np.float64)
         for scores, out in ((dense, dense_rr), (lexical, lexical_rr)):
             if live is not None:
                 scores = np.where(live, scores, -np.inf)
-            rank = 1 + int(np.sum(scores > scores[int(pos)]))
+            own = scores[int(pos)]
+            rank = int(np.sum(scores >= own))  # ties count against: a constant score ranks last
             out.append(1.0 / rank)
     if len(dense_rr) < MIN_SAMPLES:
         return None
@@ -92,12 +100,14 @@ def measure(
 
 
 class CoverageBook:
-    """Coverage per (model, language): declared, else remembered in the store, else measured once."""
+    """Coverage per (model, collection, language): declared, else remembered in the store, else measured
+    (again once the language has grown to four times the chunks it was measured on)."""
 
     def __init__(self, store: DocumentStore, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
-        self._known: dict[str, Coverage] = {}
+        self._known: dict[str, tuple[Coverage, int]] = {}  # "collection uid:language" -> (coverage, chunks)
+        self._unmeasurable: dict[str, int] = {}  # same key -> chunks when there was too little to measure
         self._lock = threading.Lock()
 
     def table(self) -> dict[str, float]:
@@ -111,16 +121,24 @@ class CoverageBook:
         return None
 
     def get(self, language: str, indexes: IndexSet, collection: str) -> Coverage:
-        found = self._known.get(language) or self.declared(language)
-        if found is not None:
-            return found
+        if language == "und":  # text too short to identify: nothing says the embedder cannot read it
+            return Coverage(language, 1.0, "undetermined")
+        declared = self.declared(language)
+        if declared is not None:
+            return declared
+        memo = f"{indexes.version.rsplit('-g', 1)[0]}:{language}"
+        known = self._known.get(memo)
+        if known is not None and indexes.languages.get(language, 0) < REMEASURE_GROWTH * max(1, known[1]):
+            return known[0]
         with self._lock:
-            found = self._known.get(language)
-            if found is not None:
-                return found
-            stored = self.store.coverage(self.embedder.model_id, language)
-            if stored is not None:
+            chunks = int(indexes.positions_of_language(language).size)
+            scope = indexes.version.rsplit("-g", 1)[0]
+            memo = f"{scope}:{language}"
+            stored = self.store.coverage(self.embedder.model_id, scope, language)
+            if stored is not None and chunks < REMEASURE_GROWTH * max(1, stored[2]):
                 found = Coverage(language, stored[0], "measured", stored[1])
+            elif memo in self._unmeasurable and chunks < REMEASURE_GROWTH * self._unmeasurable[memo]:
+                return Coverage(language, float(self.table().get("*", 1.0)), "default")
             else:
 
                 def texts_of(positions: list[int]) -> list[str]:
@@ -129,11 +147,14 @@ class CoverageBook:
                     return [by_row.get(r, "") for r in rows]
 
                 measured = measure(indexes, language, texts_of, self.embedder.embed_query)
-                if measured is None:  # too little text in this language to tell
+                if measured is None:  # too little text in this language to tell: not again until it grows
+                    self._unmeasurable[memo] = max(1, chunks)
                     return Coverage(language, float(self.table().get("*", 1.0)), "default")
-                self.store.remember_coverage(self.embedder.model_id, language, measured.value, measured.samples)
+                self.store.remember_coverage(
+                    self.embedder.model_id, scope, language, measured.value, measured.samples, chunks
+                )
                 found = measured
-            self._known[language] = found
+            self._known[memo] = (found, chunks)
             return found
 
 

@@ -312,10 +312,20 @@ class Segment:
 
 
 def chunk_languages(rows: ChunkSnapshot) -> list[str]:
-    """Each row's language: as recorded at ingest, or detected now (stores made before languages)."""
+    """Each row's language as recorded at ingest. Rows of stores made before languages have none: each
+    of their documents is identified once, as ingest would, and its chunks take its language."""
     recorded = rows.languages if len(rows.languages) == len(rows.index_texts) else [""] * len(rows.index_texts)
+    if all(recorded):
+        return list(recorded)
     detect = detector().detect
-    return [lang or detect(text) for lang, text in zip(recorded, rows.index_texts, strict=True)]
+    slots: dict[str, int] = {}
+    for doc in rows.document_ids:
+        slots.setdefault(doc, len(slots))
+    found = [detect(text) for text in rows.document_texts]
+    confident = [lang for lang in found if lang != "und"]
+    fallback = max(set(confident), key=confident.count) if confident else "und"
+    by_doc = [fallback if lang == "und" else lang for lang in found]
+    return [lang or by_doc[slots[doc]] for lang, doc in zip(recorded, rows.document_ids, strict=True)]
 
 
 def _fsync(path: Path) -> None:

@@ -75,11 +75,19 @@ class BM25View:
         self._owner = owner
 
     def query_tokens(self, query: str) -> list[str]:
+        """The query's terms that occur in the collection, analyzed in the query's language; if that
+        finds none (a misread short query), in the collection's other languages, commonest first."""
         owner = self._owner
         stats = owner.chunk_stats
-        terms = owner.analyzers(owner.query_language(query)).terms(query)
         ids = owner.vocab.ids
-        return [t for t in terms if t in ids and ids[t] < stats.df.shape[0] and stats.df[ids[t]] > 0]
+        first = owner.query_language(query)
+        others = sorted((lang for lang in owner.languages if lang != first), key=lambda k: -owner.languages[k])
+        for language in [first, *others]:
+            terms = owner.analyzers(language).terms(query)
+            known = [t for t in terms if t in ids and ids[t] < stats.df.shape[0] and stats.df[ids[t]] > 0]
+            if known:
+                return known
+        return []
 
     def scores(self, query: str) -> npt.NDArray[np.float64]:
         owner = self._owner

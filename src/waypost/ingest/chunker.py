@@ -6,6 +6,8 @@ import math
 import re
 from dataclasses import dataclass
 
+import regex
+
 from waypost.errors import WaypostError
 from waypost.types import Chunk
 
@@ -14,6 +16,7 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 # tokenize them about per character); other scripts count words and punctuation.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
+_GRAPHEME = regex.compile(r"\X")
 _UNIT = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")  # what a too-long sentence may be cut between
 _ABBREV = {
     "e.g",
@@ -43,12 +46,12 @@ _ABBREV = {
     "ca",
     "resp",
 }
-# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace, or at a blank line;
-# at the ideographic 。！？ (no space follows them); and, in Thai, which marks sentences with a space
-# and no punctuation, at a space between Thai letters.
+# A sentence ends at . ! ? (with any closing quotes or brackets, which stay with it) followed by
+# whitespace, or at a blank line; at the ideographic 。！？ (no space follows them); and, in Thai, which
+# marks sentences with a space and no punctuation, at a space between Thai letters.
 _BOUNDARY = re.compile(
-    r"(?<=[.!?])[\"'”’)\]]*\s+(?=\S)|\n[ \t]*\n\s*"
-    r"|(?<=[。！？])[」』”’）)\]]*\s*(?=\S)"
+    r"(?<=[.!?])(?P<close>[\"'”’)\]]*)\s+(?=\S)|\n[ \t]*\n\s*"
+    r"|(?<=[。！？])(?P<cjk_close>[」』”’）)\]]*)\s*(?=[^\s」』”’）)\]])"
     r"|(?<=[\u0e00-\u0e7f])[ \t]+(?=[\u0e00-\u0e7f])"
 )
 
@@ -78,8 +81,10 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[S
     spans: list[Span] = []
     cursor = start
     for m in _BOUNDARY.finditer(text, start, end):
+        closers = len(m.group("close") or "") + len(m.group("cjk_close") or "")
         before = text[cursor : m.start()]
-        word = before.rstrip("\"'”’)]").rsplit(None, 1)[-1] if before.strip() else ""
+        last = before.rstrip("\"'”’)]").rsplit(None, 1)
+        word = last[-1] if last else ""
         stem = word.rstrip(".!?").lower()
         if (
             "\n\n" not in m.group(0).replace(" ", "")
@@ -87,7 +92,7 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[S
             and (stem in _ABBREV or (len(stem) == 1 and stem.isalpha()))
         ):
             continue
-        span = _trim(text, cursor, m.start())
+        span = _trim(text, cursor, m.start() + closers)
         if span:
             spans.append(span)
         cursor = m.end()
@@ -157,19 +162,39 @@ class Chunker:
     def _split_long(self, text: str, span: Span) -> list[Span]:
         if count_tokens(text[span.start : span.end]) <= self.max_tokens:
             return [span]
-        words = list(_UNIT.finditer(text[span.start : span.end]))
+        words = [
+            piece for w in _UNIT.finditer(text[span.start : span.end]) for piece in self._pieces(w, self.max_tokens)
+        ]
         parts: list[Span] = []
-        group_start, tokens = words[0].start(), 0
-        last_end = words[0].end()
-        for w in words:
-            n = count_tokens(w.group(0))
+        group_start, tokens = words[0][0], 0
+        last_end = words[0][1]
+        for w_start, w_end, n in words:
             if tokens and tokens + n > self.max_tokens:
                 parts.append(Span(span.start + group_start, span.start + last_end))
-                group_start, tokens = w.start(), 0
+                group_start, tokens = w_start, 0
             tokens += n
-            last_end = w.end()
+            last_end = w_end
         parts.append(Span(span.start + group_start, span.start + last_end))
         return parts
+
+    @staticmethod
+    def _pieces(word: re.Match[str], budget: int) -> list[tuple[int, int, int]]:
+        """A unit as (start, end, tokens); one longer than the budget (a run of a script written without
+        spaces, such as Thai or Khmer) is cut between grapheme clusters."""
+        n = count_tokens(word.group(0))
+        if n <= budget:
+            return [(word.start(), word.end(), n)]
+        out: list[tuple[int, int, int]] = []
+        start, tokens, cursor = word.start(), 0, word.start()
+        for cluster in _GRAPHEME.finditer(word.group(0)):
+            size = count_tokens(cluster.group(0))
+            if tokens and tokens + size > budget:
+                out.append((start, cursor, tokens))
+                start, tokens = cursor, 0
+            tokens += size
+            cursor = word.start() + cluster.end()
+        out.append((start, cursor, tokens))
+        return out
 
     def _pack(self, pieces: list[tuple[tuple[str, ...], Span, int]]) -> list[list[tuple[tuple[str, ...], Span, int]]]:
         total = sum(p[2] for p in pieces)

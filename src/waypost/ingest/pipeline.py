@@ -14,7 +14,7 @@ from waypost.ingest.chunker import Chunker
 from waypost.ingest.loaders import LoadFailure, discover, load_path
 from waypost.progress import progress
 from waypost.store.sqlite import index_text
-from waypost.text.language import UNDETERMINED, detector
+from waypost.text.language import UNDETERMINED, canonical_language, detector
 from waypost.types import Chunk, Document
 
 
@@ -102,25 +102,46 @@ class Ingestor:
 
     def fingerprint(self, doc: Document) -> str:
         """Content hash plus chunking settings (and a language set by hand): changing either re-indexes."""
-        declared = doc.language or self.language
+        declared = canonical_language(doc.language or self.language)
         return f"{doc.hash}:chunk{self.chunker.max_tokens}" + (f":lang={declared}" if declared else "")
 
-    def with_languages(self, doc: Document, chunks: list[Chunk]) -> tuple[Document, list[Chunk]]:
-        """The document and its chunks with their languages: as declared, else detected. A document
-        that mixes languages gets each chunk's own (chunks never cross a section)."""
-        declared = doc.language or self.language
-        if declared:
-            return replace(doc, language=declared), [replace(c, language=declared) for c in chunks]
+    def with_languages(
+        self, collection: str, docs: list[Document], per_doc: list[list[Chunk]]
+    ) -> tuple[list[Document], list[list[Chunk]]]:
+        """Each chunk's language: as declared (document, then collection), else detected. A document
+        too short to tell takes the language most documents of its batch have; a chunk of a longer
+        document that reads clearly as another language keeps its own (a section in another language).
+        The document keeps only a declared language, so reading it back and adding it again is a no-op."""
         detect = detector().detect
-        language = detect(f"{doc.title}\n{doc.text}")
-        if len(chunks) > 1:
-            found = [detect(c.text) for c in chunks]
-            chunks = [
-                replace(c, language=language if f == UNDETERMINED else f) for c, f in zip(chunks, found, strict=True)
-            ]
+        resolved: list[str] = []
+        for doc in docs:
+            declared = canonical_language(doc.language or self.language)
+            resolved.append(declared or detect(f"{doc.title}\n{doc.text}"))
+        confident = [lang for lang in resolved if lang != UNDETERMINED]
+        if confident:
+            fallback = max(set(confident), key=confident.count)
+        elif UNDETERMINED in resolved:  # a batch of short texts: the language the collection mostly has
+            counts = self.store.language_counts(collection)
+            counts.pop(UNDETERMINED, None)
+            counts.pop("", None)
+            fallback = max(counts, key=lambda k: counts[k]) if counts else UNDETERMINED
         else:
-            chunks = [replace(c, language=language) for c in chunks]
-        return replace(doc, language=language), chunks
+            fallback = UNDETERMINED
+        out_docs: list[Document] = []
+        out_chunks: list[list[Chunk]] = []
+        for doc, chunks, language in zip(docs, per_doc, resolved, strict=True):
+            declared = canonical_language(doc.language or self.language)
+            language = fallback if language == UNDETERMINED else language
+            if not declared and len(chunks) > 1:
+                own = [detect(c.text) for c in chunks]
+                chunks = [
+                    replace(c, language=language if f == UNDETERMINED else f) for c, f in zip(chunks, own, strict=True)
+                ]
+            else:
+                chunks = [replace(c, language=language) for c in chunks]
+            out_docs.append(replace(doc, language=canonical_language(doc.language)))
+            out_chunks.append(chunks)
+        return out_docs, out_chunks
 
     def _flush(self, collection: str, batch: list[Document], report: IngestReport) -> None:
         unique = list({d.id: d for d in batch}.values())
@@ -140,9 +161,7 @@ class Ingestor:
             per_doc = [cs for d, cs in zip(changed, per_doc, strict=True) if d.id not in empty]
             changed = [d for d in changed if d.id not in empty]
         fingerprints = [self.fingerprint(d) for d in changed]
-        resolved = [self.with_languages(d, cs) for d, cs in zip(changed, per_doc, strict=True)]
-        changed = [d for d, _ in resolved]
-        per_doc = [cs for _, cs in resolved]
+        changed, per_doc = self.with_languages(collection, changed, per_doc)
         texts = [index_text(d.title, c.section, c.text) for d, cs in zip(changed, per_doc, strict=True) for c in cs]
         t0 = time.perf_counter()
         vectors = self.embedder.embed_documents(texts)

@@ -21,6 +21,7 @@ class BM25Retriever:
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"bm25": ranked_table(positions, scores)})
         explanation = self.ctx.explain(self.name, query, query, filters, mask, timer)
+        explanation.notes.append(f"language={self.ctx.indexes.query_language(query)}")
         if not self.ctx.indexes.bm25.query_tokens(query):
             explanation.notes.append("no query term occurs in the collection")
         return RetrievalResult(hits, explanation)

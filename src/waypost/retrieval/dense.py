@@ -23,4 +23,5 @@ class DenseRetriever:
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"dense": ranked_table(positions, scores)})
         explanation = self.ctx.explain(self.name, query, query, filters, mask, timer)
+        explanation.notes.append(f"language={self.ctx.indexes.query_language(query)}")
         return RetrievalResult(hits, explanation)

@@ -72,13 +72,15 @@ CREATE TABLE IF NOT EXISTS change_log (
     added_rows BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS change_log_by_generation ON change_log(collection, generation);
-CREATE TABLE IF NOT EXISTS embedding_coverage (
+CREATE TABLE IF NOT EXISTS language_coverage (
     model TEXT NOT NULL,
+    scope TEXT NOT NULL,
     language TEXT NOT NULL,
     value REAL NOT NULL,
     samples INTEGER NOT NULL,
+    chunks INTEGER NOT NULL,
     measured_at REAL NOT NULL,
-    PRIMARY KEY (model, language)
+    PRIMARY KEY (model, scope, language)
 );
 CREATE TABLE IF NOT EXISTS log_consumers (
     collection TEXT NOT NULL,
@@ -212,6 +214,11 @@ class SQLiteStore:
 
     def generation(self, name: str) -> int:
         return self._head(self._conn, name)[1]
+
+    def language_counts(self, name: str) -> dict[str, int]:
+        """Chunks per stored language."""
+        rows = self._conn.execute("SELECT language, count(*) FROM chunks WHERE collection=? GROUP BY language", (name,))
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def collection_language(self, name: str) -> str:
         row = self._conn.execute("SELECT language FROM collections WHERE name=?", (name,)).fetchone()
@@ -390,19 +397,21 @@ class SQLiteStore:
                 "UPDATE collections SET log_floor = max(log_floor, ?) WHERE name=?", (applied, collection)
             )
 
-    def coverage(self, model: str, language: str) -> tuple[float, int] | None:
-        """A remembered measurement of how well ``model`` serves ``language`` (value, samples)."""
+    def coverage(self, model: str, scope: str, language: str) -> tuple[float, int, int] | None:
+        """A remembered measurement of how well ``model`` serves ``language`` in ``scope`` (a collection's
+        uid): (value, samples, chunks of that language when measured)."""
         row = self._conn.execute(
-            "SELECT value, samples FROM embedding_coverage WHERE model=? AND language=?", (model, language)
+            "SELECT value, samples, chunks FROM language_coverage WHERE model=? AND scope=? AND language=?",
+            (model, scope, language),
         ).fetchone()
-        return None if row is None else (float(row[0]), int(row[1]))
+        return None if row is None else (float(row[0]), int(row[1]), int(row[2]))
 
-    def remember_coverage(self, model: str, language: str, value: float, samples: int) -> None:
+    def remember_coverage(self, model: str, scope: str, language: str, value: float, samples: int, chunks: int) -> None:
         with self._write_lock:
             self._writer.execute(
-                "INSERT OR REPLACE INTO embedding_coverage(model, language, value, samples, measured_at)"
-                " VALUES (?,?,?,?,?)",
-                (model, language, value, samples, time.time()),
+                "INSERT OR REPLACE INTO language_coverage(model, scope, language, value, samples, chunks, measured_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (model, scope, language, value, samples, chunks, time.time()),
             )
 
     def consumers(self, collection: str) -> dict[str, int]:

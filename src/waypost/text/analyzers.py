@@ -213,6 +213,9 @@ class Analyzers:
         self._lock = threading.Lock()
 
     def __call__(self, language: str) -> Analyzer:
+        from waypost.text.language import canonical_language
+
+        language = canonical_language(language) or "und"
         found = self._made.get(language)
         if found is None:
             with self._lock:
@@ -232,11 +235,14 @@ class Analyzers:
 
 
 _shared: Analyzers | None = None
+_shared_lock = threading.Lock()
 
 
 def analyzers() -> Analyzers:
     """The process-wide analyzers (segmenters and stemmer caches load once)."""
     global _shared
     if _shared is None:
-        _shared = Analyzers()
+        with _shared_lock:
+            if _shared is None:
+                _shared = Analyzers()
     return _shared

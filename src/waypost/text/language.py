@@ -16,7 +16,72 @@ from typing import Any
 
 UNDETERMINED = "und"
 _SAMPLE = 1000  # characters looked at; more costs time and changes nothing on real text
-_ALIASES = {"wuu": "zh", "yue": "zh", "nb": "no", "nn": "no", "zh-hant": "zh", "zh-hans": "zh"}
+MIN_LETTERS = 40  # below this, a text's own language is not decided (it inherits its document's)
+MIN_CONFIDENCE = 0.5
+# Codes that name the same analyzer: ISO 639-3 and macro-language members, dialects py3langid reports,
+# and "no linguistic content".
+_ALIASES = {
+    "eng": "en",
+    "deu": "de",
+    "ger": "de",
+    "fra": "fr",
+    "fre": "fr",
+    "spa": "es",
+    "ita": "it",
+    "por": "pt",
+    "nld": "nl",
+    "dut": "nl",
+    "rus": "ru",
+    "ara": "ar",
+    "arb": "ar",
+    "arz": "ar",
+    "ary": "ar",
+    "apc": "ar",
+    "ajp": "ar",
+    "acm": "ar",
+    "aeb": "ar",
+    "tha": "th",
+    "zho": "zh",
+    "chi": "zh",
+    "cmn": "zh",
+    "wuu": "zh",
+    "yue": "zh",
+    "jpn": "ja",
+    "kor": "ko",
+    "vie": "vi",
+    "hin": "hi",
+    "tur": "tr",
+    "pol": "pl",
+    "swe": "sv",
+    "dan": "da",
+    "fin": "fi",
+    "ell": "el",
+    "gre": "el",
+    "heb": "he",
+    "ind": "id",
+    "ukr": "uk",
+    "ces": "cs",
+    "cze": "cs",
+    "hun": "hu",
+    "ron": "ro",
+    "rum": "ro",
+    "fas": "fa",
+    "per": "fa",
+    "pes": "fa",
+    "nb": "no",
+    "nn": "no",
+    "nob": "no",
+    "nno": "no",
+    "nor": "no",
+    "zxx": UNDETERMINED,
+}
+
+
+def canonical_language(code: str) -> str:
+    """One code per analyzer: lower case, region dropped (``en-US`` -> ``en``), ISO 639-3 and dialect
+    codes mapped to ISO 639-1 where one exists, "no linguistic content" as ``und``; "" stays ""."""
+    base = code.strip().lower().replace("_", "-").split("-")[0]
+    return _ALIASES.get(base, base)
 
 
 def _script_counts(text: str) -> dict[str, int]:
@@ -57,55 +122,57 @@ def script_language(text: str) -> str | None:
 
 
 class LanguageDetector:
-    """``detect(text, among=None)``: an ISO 639-1 code, or ``"und"`` for text without letters."""
+    """``detect(text, among=None, prior=None)``: an ISO 639-1 code, or ``"und"`` when the text has too
+    few letters or no language is likely enough."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._models: dict[frozenset[str], Any] = {}
-        self._labels: frozenset[str] | None = None
+        self._model: Any = None
 
-    def _model(self, among: frozenset[str]) -> Any:
-        model = self._models.get(among)
-        if model is None:
+    def _identifier(self) -> Any:
+        if self._model is None:
             with self._lock:
-                model = self._models.get(among)
-                if model is None:
+                if self._model is None:
                     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-                    model = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-                    if self._labels is None:
-                        self._labels = frozenset(model.nb_classes)
-                    if among:
-                        model.set_languages(sorted(among))
-                    self._models[among] = model
-        return model
-
-    def labels(self) -> frozenset[str]:
-        self._model(frozenset())
-        assert self._labels is not None
-        return self._labels
+                    self._model = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+        return self._model
 
     def detect(self, text: str, among: Iterable[str] | None = None, prior: dict[str, float] | None = None) -> str:
-        """The likeliest language of ``text``; with ``among``, one of those; with ``prior`` (shares of a
-        collection's chunks), weighted by it, so a short query in a mostly English collection with a
-        few Welsh paragraphs stays English unless it really reads as Welsh."""
+        """With ``among``, one of those languages; with ``prior`` (shares of a collection's chunks), each
+        weighted by it, so a short English query in a mostly English collection with a few Welsh
+        paragraphs stays English unless it really reads as Welsh."""
         sample = unicodedata.normalize("NFKC", text[:_SAMPLE])
+        choices = {canonical_language(c) for c in among} if among is not None else set()
+        choices.discard(UNDETERMINED)
         by_script = script_language(sample)
-        choices = frozenset(among) if among is not None else frozenset()
+        if by_script == UNDETERMINED:
+            return UNDETERMINED
         if by_script is not None:
-            return by_script
+            if not choices or by_script in choices:
+                return by_script
+            if by_script == "zh" and "ja" in choices:
+                return "ja"  # kanji without kana: Japanese, when the collection holds Japanese and no Chinese
         if len(choices) == 1:
             return next(iter(choices))
-        usable = frozenset(c for c in choices if c in self.labels())
-        if choices and len(usable) < 2:
-            return next(iter(sorted(usable or choices)))
-        model = self._model(usable)
-        if prior:
-            ranked = model.rank(sample)
-            lang = max(ranked, key=lambda lp: float(lp[1]) * prior.get(str(lp[0]), 0.0))[0]
-        else:
-            lang, _confidence = model.classify(sample)
-        return _ALIASES.get(str(lang), str(lang))
+        weights = {canonical_language(k): v for k, v in (prior or {}).items()}
+        scores: dict[str, float] = {}
+        for lang, probability in self._identifier().rank(sample):
+            code = canonical_language(str(lang))
+            if choices and code not in choices:
+                continue
+            weight = weights.get(code, 1.0) if weights else 1.0
+            scores[code] = scores.get(code, 0.0) + float(probability) * weight
+        if not scores:
+            return UNDETERMINED
+        best = max(scores, key=lambda c: scores[c])
+        if choices:
+            return best
+        total = sum(scores.values())
+        letters = sum(1 for ch in sample if ch.isalpha())
+        if letters < MIN_LETTERS or (total > 0 and scores[best] / total < MIN_CONFIDENCE):
+            return UNDETERMINED
+        return best
 
 
 _default: LanguageDetector | None = None
