@@ -49,11 +49,20 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
+        self._done()  # the client may send its next request the moment these bytes arrive
         self.wfile.write(body)
+
+    def _done(self) -> None:
+        """This request stops counting as active (once), before its last bytes go out."""
+        if not getattr(self, "_finished", False):
+            self._finished = True
+            with self.server._lock:
+                self.server.active -= 1
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         srv = self.server
+        self._finished = False
         with srv._lock:
             srv.requests.append(body)
             srv.active += 1
@@ -81,8 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
                 }
                 self._send(200, json.dumps(payload).encode())
         finally:
-            with srv._lock:
-                srv.active -= 1
+            self._done()
 
     def _stream(self, text: str, stall: float = 0.0) -> None:
         self.send_response(200)
@@ -96,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()
         done = {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": len(text.split(" "))}}
+        self._done()
         self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
 
 

@@ -124,14 +124,15 @@ class Ingestor:
             counts = self.store.language_counts(collection)
             counts.pop(UNDETERMINED, None)
             counts.pop("", None)
-            fallback = max(counts, key=lambda k: counts[k]) if counts else UNDETERMINED
+            fallback = max(counts, key=lambda k: counts[k]) if counts else ""
         else:
             fallback = UNDETERMINED
         out_docs: list[Document] = []
         out_chunks: list[list[Chunk]] = []
         for doc, chunks, language in zip(docs, per_doc, resolved, strict=True):
             declared = canonical_language(doc.language or self.language)
-            language = fallback if language == UNDETERMINED else language
+            if language == UNDETERMINED:  # nothing else known: the likeliest reading of the text itself
+                language = fallback or detect(f"{doc.title}\n{doc.text}", guess=True)
             if not declared and len(chunks) > 1:
                 own = [detect(c.text) for c in chunks]
                 chunks = [

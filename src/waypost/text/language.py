@@ -138,10 +138,17 @@ class LanguageDetector:
                     self._model = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
         return self._model
 
-    def detect(self, text: str, among: Iterable[str] | None = None, prior: dict[str, float] | None = None) -> str:
+    def detect(
+        self,
+        text: str,
+        among: Iterable[str] | None = None,
+        prior: dict[str, float] | None = None,
+        guess: bool = False,
+    ) -> str:
         """With ``among``, one of those languages; with ``prior`` (shares of a collection's chunks), each
         weighted by it, so a short English query in a mostly English collection with a few Welsh
-        paragraphs stays English unless it really reads as Welsh."""
+        paragraphs stays English unless it really reads as Welsh. ``guess``: the likeliest language even
+        of a short or ambiguous text, for when nothing else is known about it."""
         sample = unicodedata.normalize("NFKC", text[:_SAMPLE])
         choices = {canonical_language(c) for c in among} if among is not None else set()
         choices.discard(UNDETERMINED)
@@ -170,7 +177,7 @@ class LanguageDetector:
             return best
         total = sum(scores.values())
         letters = sum(1 for ch in sample if ch.isalpha())
-        if letters < MIN_LETTERS or (total > 0 and scores[best] / total < MIN_CONFIDENCE):
+        if not guess and (letters < MIN_LETTERS or (total > 0 and scores[best] / total < MIN_CONFIDENCE)):
             return UNDETERMINED
         return best
 
