@@ -314,3 +314,37 @@ def test_hnsw_follows_deletes_and_is_saved(tmp_path: Path, memo: Embedder) -> No
     assert state.segments[0].dense.hnsw is not None and (state.segments[0].path / "hnsw.bin").exists()  # type: ignore[operator]
     assert top not in {h.document_id for h in reopened.collection("c").retrieve("granite quarry", "dense", k=60).hits}
     reopened.close()
+
+
+def test_a_corrupt_block_missed_by_the_sampled_check_is_caught_in_the_background(
+    tmp_path: Path, memo: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import waypost.index.segment as segment_module
+
+    monkeypatch.setattr(segment_module, "_BLOCK", 256)  # many small blocks: loading checks only 8 of them
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=32, background_index_work=False))
+    engine.register_embedder(memo)
+    rng = random.Random(8)
+    engine.collection("c", create=True).add([make_doc(rng, f"d{i}") for i in range(30)])
+    engine.collection("c").retrieve("granite", "hybrid")
+    engine.close()
+    [segment] = list((tmp_path / "store" / "indexes" / "c").glob("*/seg-*"))
+    vectors = segment / "vectors.npy"
+    blocks = (vectors.stat().st_size + 255) // 256
+    sampled = {int(i) for i in np.linspace(0, blocks - 1, num=8)}
+    victim = next(i for i in range(1, blocks) if i not in sampled)
+    data = bytearray(vectors.read_bytes())
+    data[victim * 256 + 10] ^= 0xFF
+    vectors.write_bytes(bytes(data))
+
+    fresh = Engine(tmp_path / "store", EngineConfig(chunk_tokens=32))  # background work: sampled check first
+    fresh.register_embedder(memo)
+    live = fresh.indexes.live("c")
+    live.get()
+    assert live.loaded_from.startswith("state-")  # the sample missed it
+    live.wait()
+    assert any("full check" in e for e in live.errors), live.errors
+    live.get()
+    assert live.loaded_from == "rebuilt from the store"
+    assert_same(fresh, "c", [])
+    fresh.close()

@@ -26,7 +26,7 @@ from waypost.text.language import detector
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-SEGMENT_FORMAT = 4
+SEGMENT_FORMAT = 5
 _BLOCK = 8 << 20
 
 
@@ -258,21 +258,41 @@ class Segment:
             "terms_documents": self.documents.terms,
             "dim": int(self.dense.vectors.shape[1]),
             "languages": self.language_codes,
-            "files": {f: _checksum(path / f) for f in files},
+            "files": {f: _block_checksums(path / f) for f in files},
         }
         (path / "segment.json").write_text(json.dumps(manifest))
         _fsync(path / "segment.json")
         self.path = path
 
-    @classmethod
-    def load(cls, path: Path, approximate: bool = False) -> Segment:
-        """A saved segment, memory-mapped; raises ``ValueError``/``OSError`` if anything is missing or corrupt."""
+    @staticmethod
+    def verify(path: Path, full: bool = True) -> None:
+        """Check a saved segment's files against their block checksums: every block (``full``), or the
+        small files whole and eight blocks spread over each large one; ``ValueError`` when one differs."""
         manifest = json.loads((path / "segment.json").read_text())
         if manifest.get("format") != SEGMENT_FORMAT:
             raise ValueError(f"segment {path} has format {manifest.get('format')}, expected {SEGMENT_FORMAT}")
         for file, expected in manifest["files"].items():
-            if _checksum(path / file) != expected:
-                raise ValueError(f"segment file {path / file} is corrupt (checksum mismatch)")
+            size, blocks = int(expected["size"]), list(expected["blocks"])
+            target = path / file
+            if target.stat().st_size != size:
+                raise ValueError(f"segment file {target} is corrupt (size {target.stat().st_size}, expected {size})")
+            picks = (
+                range(len(blocks))
+                if full or len(blocks) <= 8
+                else sorted({int(i) for i in np.linspace(0, len(blocks) - 1, num=8)})
+            )
+            with target.open("rb") as fh:
+                for i in picks:
+                    fh.seek(i * _BLOCK)
+                    if f"{zlib.crc32(fh.read(_BLOCK)):08x}" != blocks[i]:
+                        raise ValueError(f"segment file {target} is corrupt (block {i} checksum mismatch)")
+
+    @classmethod
+    def load(cls, path: Path, approximate: bool = False, full_check: bool = True) -> Segment:
+        """A saved segment, memory-mapped; raises ``ValueError``/``OSError`` if anything is missing or
+        corrupt. ``full_check=False`` samples large files (the caller verifies the rest in the background)."""
+        manifest = json.loads((path / "segment.json").read_text())
+        cls.verify(path, full=full_check)
         rows, docs = int(manifest["rows"]), int(manifest["documents"])
         vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
         row_ids = np.load(path / "row_ids.npy", allow_pickle=False)
@@ -336,11 +356,11 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _checksum(path: Path) -> str:
-    """size:crc32 of the whole file (about 1 GB/s here; it also warms the page cache for the first query)."""
-    size = path.stat().st_size
-    crc = 0
+def _block_checksums(path: Path) -> dict[str, object]:
+    """The file's size and the crc32 of each 8 MiB block (so a load can check a sample and a background
+    pass the rest)."""
+    blocks: list[str] = []
     with path.open("rb") as fh:
         while block := fh.read(_BLOCK):
-            crc = zlib.crc32(block, crc)
-    return f"{size}:{crc:08x}"
+            blocks.append(f"{zlib.crc32(block):08x}")
+    return {"size": path.stat().st_size, "blocks": blocks}

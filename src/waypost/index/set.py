@@ -515,6 +515,27 @@ class LiveIndex:
             return None
         return now.with_segments(segments, lives, now.generation, now.version)
 
+    def _verify_task(self, segments: list[Segment]) -> Callable[[], None]:
+        """Check every block of segments loaded with a sampled check. A corrupt one is removed from disk and
+        the view dropped, so the next query rebuilds instead of using it."""
+
+        def verify() -> None:
+            for segment in segments:
+                if segment.path is None:
+                    continue
+                try:
+                    Segment.verify(segment.path, full=True)
+                except (OSError, ValueError) as exc:
+                    with _directory_lock(segment.path.parent, exclusive=True):
+                        shutil.rmtree(segment.path, ignore_errors=True)
+                    with self._lock:
+                        self._current = None
+                        self._persisted = None
+                    self.errors.append(f"saved segment failed its full check, rebuilding: {exc}")
+                    return
+
+        return verify
+
     # -- persistence ----------------------------------------------------------------------------
     def _base(self, uid: str) -> Path:
         assert self.directory is not None
@@ -590,7 +611,10 @@ class LiveIndex:
                 if hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16] != manifest.get("vocab_sha1"):
                     raise ValueError(f"vocabulary {manifest['vocab']} does not match its state")
                 vocab = Vocabulary(json.loads(payload))
-                segments = [Segment.load(base / name, self.approximate) for name in manifest["segments"]]
+                segments = [  # in the background the full check follows on the worker thread
+                    Segment.load(base / name, self.approximate, full_check=not self.background)
+                    for name in manifest["segments"]
+                ]
                 if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
                     raise ValueError("a segment uses terms the saved vocabulary lacks")
                 tombstones = np.asarray(manifest["tombstones"], dtype=np.int64)
@@ -617,6 +641,8 @@ class LiveIndex:
                 state.build_seconds = time.perf_counter() - t0
                 self.loaded_from = f"{path.name} (saved generation {generation})"
                 self._persisted = _Persisted(generation, path)
+                if self.background:
+                    self._pending = self._worker.submit(self._run, self._verify_task(segments))
                 return state
             except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
                 self.errors.append(f"ignored saved index state {path.name}: {exc}")
