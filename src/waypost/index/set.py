@@ -185,6 +185,7 @@ class IndexSet:
         )
         self._extractor: FilterExtractor | None = None
         self._languages: dict[str, int] | None = None
+        self._query_languages: dict[str, str] = {}  # recent queries: strategies ask more than once per query
 
     def __len__(self) -> int:
         return self._size
@@ -218,6 +219,15 @@ class IndexSet:
 
     def query_language(self, query: str) -> str:
         """The language a query is analyzed in: the collection's, or the likeliest of its languages."""
+        found = self._query_languages.get(query)
+        if found is None:
+            found = self._identify_query(query)
+            if len(self._query_languages) > 256:
+                self._query_languages.clear()
+            self._query_languages[query] = found
+        return found
+
+    def _identify_query(self, query: str) -> str:
         counts = {lang: n for lang, n in self.languages.items() if lang != "und"}
         if len(counts) == 1:
             return next(iter(counts))
