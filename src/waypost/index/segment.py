@@ -248,7 +248,7 @@ class Segment:
             self.dense.hnsw.save_index(str(path / "hnsw.bin"))
             files.append("hnsw.bin")
         for file in files:
-            _fsync(path / file)
+            fsync_path(path / file)
         manifest = {
             "format": SEGMENT_FORMAT,
             "name": self.name,
@@ -261,7 +261,7 @@ class Segment:
             "files": {f: _block_checksums(path / f) for f in files},
         }
         (path / "segment.json").write_text(json.dumps(manifest))
-        _fsync(path / "segment.json")
+        fsync_path(path / "segment.json")
         self.path = path
 
     @staticmethod
@@ -348,7 +348,8 @@ def chunk_languages(rows: ChunkSnapshot) -> list[str]:
     return [lang or by_doc[slots[doc]] for lang, doc in zip(recorded, rows.document_ids, strict=True)]
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (so a rename into it, or its entries, survive a crash)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -34,7 +34,7 @@ from waypost.index.dense import DenseView
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
 from waypost.index.metadata import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
-from waypost.index.segment import Segment
+from waypost.index.segment import Segment, fsync_path
 from waypost.index.topk import Mask, Positions, Scores, top_k
 from waypost.text.analyzers import Analyzers, analyzers
 from waypost.text.language import detector
@@ -569,9 +569,9 @@ class LiveIndex:
                         tmp.mkdir()
                         try:
                             segment.save(tmp)
-                            _fsync_dir(tmp)
+                            fsync_path(tmp)
                             os.rename(tmp, target)
-                            _fsync_dir(base)
+                            fsync_path(base)
                         finally:
                             shutil.rmtree(tmp, ignore_errors=True)
                     segment.path = target
@@ -709,11 +709,7 @@ def _atomic_write(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_path(path.parent)
 
 
 def _states_newest_first(base: Path) -> list[Path]:
@@ -740,14 +736,6 @@ def _directory_lock(base: Path, exclusive: bool) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) -> None:
