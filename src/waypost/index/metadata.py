@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -324,24 +324,13 @@ class MetadataIndex:
 class MetadataView:
     """The metadata indexes of several segments as one, over live positions only."""
 
-    def __init__(
-        self,
-        parts: Sequence[tuple[MetadataIndex | Callable[[], MetadataIndex], int, BoolArray | None]],
-        size: int,
-    ) -> None:
-        self._given = list(parts)
-        self._resolved: list[tuple[MetadataIndex, int, BoolArray | None]] | None = None
+    def __init__(self, parts: Sequence[tuple[MetadataIndex, int, BoolArray | None]], size: int) -> None:
+        self._parts = list(parts)
         self.size = size
         self._stats: dict[str, FieldStats] | None = None
 
-    @property
-    def _parts(self) -> list[tuple[MetadataIndex, int, BoolArray | None]]:
-        """The segments' indexes, loaded when a filter or a field first needs them."""
-        if self._resolved is None:
-            self._resolved = [(i if isinstance(i, MetadataIndex) else i(), o, live) for i, o, live in self._given]
-        return self._resolved
-
-    def _live(self, index: MetadataIndex, live: BoolArray | None, positions: IntArray) -> IntArray:
+    @staticmethod
+    def _live(live: BoolArray | None, positions: IntArray) -> IntArray:
         return positions if live is None else positions[live[positions]]
 
     @property
@@ -399,7 +388,7 @@ class MetadataView:
         return None if lo > hi else (lo, hi)
 
     def positions(self, name: str, value: Any) -> IntArray:
-        parts = [self._live(index, live, index.positions(name, value)) + offset for index, offset, live in self._parts]
+        parts = [self._live(live, index.positions(name, value)) + offset for index, offset, live in self._parts]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def mask(self, flt: Filter) -> Mask:

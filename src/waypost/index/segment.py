@@ -8,7 +8,7 @@ import json
 import os
 import threading
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,11 +36,11 @@ class Segment:
     row_ids: IntArray  # ascending
     document_ids: list[str]  # per document slot
     chunk_doc: IntArray  # chunk position -> document slot
-    titles_or_loader: list[str] | Callable[[], list[str]]  # per document slot (loaded on first use)
+    titles: list[str]  # per document slot
     dense: DenseIndex
     chunks: Postings
     documents: Postings
-    metadata_or_loader: MetadataIndex | Callable[[], MetadataIndex]
+    metadata: MetadataIndex
     language_codes: list[str] = field(default_factory=list)  # what chunk_language indexes
     chunk_language: npt.NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, dtype=np.int16))
     path: Path | None = None  # where it is saved, once it is
@@ -54,29 +54,6 @@ class Segment:
     @property
     def document_count(self) -> int:
         return len(self.document_ids)
-
-    @property
-    def titles(self) -> list[str]:
-        if callable(self.titles_or_loader):
-            with self._lock:
-                if callable(self.titles_or_loader):
-                    self.titles_or_loader = self.titles_or_loader()
-        return self.titles_or_loader  # type: ignore[return-value]
-
-    @property
-    def metadata(self) -> MetadataIndex:
-        """Loaded on first use: hybrid queries without filters never need it."""
-        if callable(self.metadata_or_loader):
-            with self._lock:
-                if callable(self.metadata_or_loader):
-                    self.metadata_or_loader = self.metadata_or_loader()
-        return self.metadata_or_loader  # type: ignore[return-value]
-
-    def metadata_getter(self) -> Callable[[], MetadataIndex]:
-        def get() -> MetadataIndex:
-            return self.metadata
-
-        return get
 
     def title_table(self) -> TitleTable:
         if self._titles is None:
@@ -152,11 +129,11 @@ class Segment:
             row_ids=np.asarray(rows.row_ids, dtype=np.int64),
             document_ids=document_ids,
             chunk_doc=chunk_doc,
-            titles_or_loader=[rows.titles.get(d, "") for d in document_ids],
+            titles=[rows.titles.get(d, "") for d in document_ids],
             dense=DenseIndex(vectors, approximate=approximate),
             chunks=Postings.build(chunk_terms, size),
             documents=Postings.build(doc_terms, size),
-            metadata_or_loader=MetadataIndex.build(rows.metadata),
+            metadata=MetadataIndex.build(rows.metadata),
             language_codes=codes,
             chunk_language=np.asarray([code_of[lang] for lang in languages], dtype=np.int16),
         )
@@ -211,15 +188,13 @@ class Segment:
             row_ids=np.concatenate([np.asarray(s.row_ids)[live] for (s, _), live in zip(parts, lives, strict=True)]),
             document_ids=document_ids,
             chunk_doc=np.concatenate(chunk_doc) if chunk_doc else np.zeros(0, dtype=np.int64),
-            titles_or_loader=titles,
+            titles=titles,
             dense=DenseIndex(np.ascontiguousarray(vectors, dtype=np.float32), approximate=approximate),
             chunks=merge_postings([(s.chunks, live) for (s, _), live in zip(parts, lives, strict=True)], vocab_size),
             documents=merge_postings(
                 [(s.documents, dl) for (s, _), dl in zip(parts, doc_lives_full, strict=True)], vocab_size
             ),
-            metadata_or_loader=MetadataIndex.merge(
-                [(s.metadata, live) for (s, _), live in zip(parts, lives, strict=True)]
-            ),
+            metadata=MetadataIndex.merge([(s.metadata, live) for (s, _), live in zip(parts, lives, strict=True)]),
             language_codes=codes,
             chunk_language=chunk_language,
         )
@@ -318,11 +293,11 @@ class Segment:
             row_ids=row_ids,
             document_ids=document_ids,
             chunk_doc=chunk_doc,
-            titles_or_loader=titles,
+            titles=titles,
             dense=dense,
             chunks=Postings.load(path, "chunks", rows, int(manifest["terms_chunks"])),
             documents=Postings.load(path, "documents", docs, int(manifest["terms_documents"])),
-            metadata_or_loader=metadata,
+            metadata=metadata,
             language_codes=list(manifest["languages"]),
             chunk_language=np.load(path / "chunk_language.npy", allow_pickle=False),
             path=path,

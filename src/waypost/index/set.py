@@ -170,10 +170,7 @@ class IndexSet:
         )
         self.bm25 = BM25View(self)
         self.metadata = MetadataView(
-            [
-                (s.metadata_getter(), off, live)
-                for s, off, live in zip(self.segments, self.offsets, self.lives, strict=True)
-            ],
+            [(s.metadata, off, live) for s, off, live in zip(self.segments, self.offsets, self.lives, strict=True)],
             self._size,
         )
         self.references = ReferenceView(
