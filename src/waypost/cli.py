@@ -20,6 +20,7 @@ from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter, parse_filter, parse_filter_json
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
+from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
 from waypost.types import RetrievalResult
 
@@ -45,6 +46,12 @@ FusionOpt = Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")]
 AlphaOpt = Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")]
 ReferencesOpt = Annotated[float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")]
 LlmFiltersOpt = Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")]
+ParamOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--param", "-p", help="A strategy parameter as name=value, e.g. budget=1000 (see: waypost strategies)."
+    ),
+]
 
 
 def _existing(store: Path) -> Path:
@@ -118,6 +125,10 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
         text = " ".join(hit.chunk.text.split())
         section = " > ".join(hit.chunk.section)
         where = f"[bold]{hit.document_id}[/]\n{section}\n[dim]chars {hit.chunk.start}-{hit.chunk.end}[/]"
+        if hit.node is not None:
+            where += (
+                f"\n[dim]via {hit.node.kind} node {hit.node.id} (layer {hit.node.layer}, {hit.node.leaves} chunks)[/]"
+            )
         table.add_row(str(i), f"{hit.score:.3f}", where, text[:400] + ("…" if len(text) > 400 else ""))
     console.print(table)
     if explain:
@@ -153,6 +164,7 @@ def query(
     model: ModelOpt = None,
     llm: LlmOpt = "none",
     llm_filters: LlmFiltersOpt = False,
+    param: ParamOpt = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query."""
@@ -163,7 +175,9 @@ def query(
         llm_filters=llm_filters,
     )
     with Engine(_existing(store), config) as engine:
-        result = engine.collection(collection).retrieve(text, strategy, k=k, filters=_filters(where, where_json))
+        result = engine.collection(collection).retrieve(
+            text, strategy, k=k, filters=_filters(where, where_json), params=split_assignments(param)
+        )
     if as_json:
         payload = {
             "hits": [h.to_dict() for h in result.hits],
@@ -187,22 +201,24 @@ def ask(
     timeout: Annotated[float, typer.Option(help="LLM request timeout in seconds.")] = 60.0,
     explain: Annotated[bool, typer.Option("--explain", help="Show timings, LLM calls, tokens and cost.")] = False,
     model: ModelOpt = None,
+    param: ParamOpt = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the documents, with numbered citations to exact spans."""
+    params = split_assignments(param)
     config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
     with Engine(_existing(store), config) as engine:
         coll = engine.collection(collection)
         streamed = ""
         if stream and not as_json:
-            live = coll.stream_answer(question, strategy, k)
+            live = coll.stream_answer(question, strategy, k, params)
             for token in live.tokens:
                 streamed += token
                 console.print(token, end="", markup=False, highlight=False, soft_wrap=True)
             console.print()
             answer = live.answer
         else:
-            answer = coll.answer(question, strategy, k)
+            answer = coll.answer(question, strategy, k, params)
     assert answer is not None
     if as_json:
         print(json.dumps(answer.to_dict()))
@@ -361,6 +377,7 @@ def eval_(
         typer.Option(help="Restrict each query to documents whose metadata FIELD equals the query's (e.g. meeting)."),
     ] = None,
     by: Annotated[str | None, typer.Option(help="Also report metrics per value of this query metadata field.")] = None,
+    param: ParamOpt = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy, and
@@ -386,6 +403,7 @@ def eval_(
         answer=answer,
         scope=scope,
         by=by,
+        params=split_assignments(param),
     )
     if as_json:
         print(json.dumps(report.to_dict()))
@@ -427,6 +445,110 @@ def demo(
     console.print(answer.text, markup=False, highlight=False)
     for c in answer.citations:
         console.print(f"  [bold][{c.number}][/] {c.document_id}, chars {c.start}-{c.end}")
+
+
+@app.command()
+def strategies() -> None:
+    """The retrieval strategies and the parameters each takes (set them with --param name=value)."""
+    for name, spec in STRATEGIES.items():
+        console.print(f"[bold]{name}[/]  {describe(spec.params) or '(no parameters)'}")
+
+
+tree_app = typer.Typer(no_args_is_help=True, help="The RAPTOR tree behind raptor-* and doc-summary strategies.")
+app.add_typer(tree_app, name="tree")
+
+
+def _tree_engine(store: Path, llm: str, summarizer: str) -> Engine:
+    return Engine(_existing(store), EngineConfig(llm=llm, tree_summarizer=summarizer))
+
+
+SummarizerOpt = Annotated[str, typer.Option(help="extractive (no LLM) or llm (needs --llm).")]
+
+
+@tree_app.command("build")
+def tree_build(
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    summarizer: SummarizerOpt = "extractive",
+    llm: LlmOpt = "none",
+) -> None:
+    """Build the tree if the collection has none (else bring it up to date)."""
+    with _tree_engine(store, llm, summarizer) as engine:
+        live = engine.collection(collection).tree()
+        live.get(build=True, progress=lambda m: err.print(f"[dim]{m}[/]"))
+        _print_tree_status(live.status().to_dict())
+
+
+@tree_app.command("rebuild")
+def tree_rebuild(
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    summarizer: SummarizerOpt = "extractive",
+    llm: LlmOpt = "none",
+) -> None:
+    """Build a new tree beside the live one and swap it in atomically."""
+    with _tree_engine(store, llm, summarizer) as engine:
+        live = engine.collection(collection).tree()
+        live.rebuild(progress=lambda m: err.print(f"[dim]{m}[/]"))
+        _print_tree_status(live.status().to_dict())
+
+
+@tree_app.command("status")
+def tree_status(
+    store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False
+) -> None:
+    """Size, layers, applied generation and drift of the tree."""
+    with _engine(_existing(store)) as engine:
+        data = engine.collection(collection).tree().status().to_dict()
+    if as_json:
+        print(json.dumps(data))
+    else:
+        _print_tree_status(data)
+
+
+def _print_tree_status(data: dict[str, Any]) -> None:
+    if not data["built"]:
+        console.print(f"collection {data['collection']!r} has no tree (build one with: waypost tree build)")
+        return
+    for key, value in data.items():
+        console.print(f"[bold]{key}[/] {value}")
+    if data["rebuild_advised"]:
+        console.print("[yellow]drift is past the threshold: run waypost tree rebuild[/]")
+
+
+@tree_app.command("show")
+def tree_show(
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    depth: Annotated[int, typer.Option(min=1, help="Levels shown below each root.")] = 3,
+    width: Annotated[int, typer.Option(min=20, help="Characters of each summary shown.")] = 100,
+    children: Annotated[int, typer.Option(min=1, help="Children shown per node.")] = 6,
+) -> None:
+    """Print the tree: each node's layer, kind, covered chunks and its summary cut short."""
+    with _engine(_existing(store)) as engine:
+        tree = engine.collection(collection).tree().get(build=False)
+    if tree is None:
+        _fail(f"collection {collection!r} has no tree (build one with: waypost tree build)")
+        return
+
+    def show(node_id: int, level: int) -> None:
+        node = tree.nodes[node_id]
+        text = " ".join(node.text.split())
+        text = text[:width] + ("…" if len(text) > width else "")
+        label = f" {node.document_id}" if node.document_id else ""
+        console.print(
+            f"{'  ' * level}[bold]#{node.id}[/] L{node.layer} {node.kind}{label} ({len(node.leaves)} chunks): {text}",
+            markup=True,
+            highlight=False,
+        )
+        if level + 1 < depth:
+            for c in node.children[:children]:
+                show(c, level + 1)
+            if len(node.children) > children:
+                console.print(f"{'  ' * (level + 1)}[dim]… {len(node.children) - children} more[/]")
+
+    for root in sorted(tree.roots(), key=lambda i: -tree.nodes[i].layer):
+        show(root, 0)
 
 
 def main() -> None:

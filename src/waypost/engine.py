@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +15,9 @@ from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Filter
+from waypost.hierarchy.live import LiveTree, TreeCache
+from waypost.hierarchy.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from waypost.hierarchy.tree import TreeConfig
 from waypost.index.set import IndexCache, MergePolicy
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
@@ -45,6 +48,8 @@ class EngineConfig:
     llm_filters: bool = False  # let the LLM extract metadata filters (rules stay the fallback)
     llm_cache: Path | None = None  # None: <store>/llm-cache.sqlite
     prices: PriceTable = field(default_factory=PriceTable)
+    tree: TreeConfig = field(default_factory=TreeConfig)  # the RAPTOR tree of hierarchical strategies
+    tree_summarizer: str = "extractive"  # extractive (no LLM) | llm (the configured LLM writes summaries)
 
 
 class Engine:
@@ -61,6 +66,7 @@ class Engine:
             self.config.merge_policy,
             background=self.config.background_index_work,
         )
+        self.trees = TreeCache(self.store, self.embedder, self._summarizer, self.config.tree)
         self._embedders: dict[str, Embedder] = {}
         self._coverage: dict[str, CoverageBook] = {}
         self._lock = threading.Lock()
@@ -77,6 +83,18 @@ class Engine:
                 self._llm = make_llm(self.config.llm, cache, self.config.api_key, self.config.llm_timeout)
                 self._llm_ready = True
             return self._llm
+
+    def _summarizer(self, collection: str) -> Summarizer:
+        language = self.store.collection_language(collection) or "en"
+        extractive = ExtractiveSummarizer(language)
+        if self.config.tree_summarizer == "extractive":
+            return extractive
+        if self.config.tree_summarizer != "llm":
+            raise WaypostError(f"tree_summarizer must be 'extractive' or 'llm', not {self.config.tree_summarizer!r}")
+        llm = self.llm()
+        if llm is None:
+            raise WaypostError("tree_summarizer='llm' needs an LLM: set llm (for example 'smollm2')")
+        return LLMSummarizer(llm, extractive, self.config.prices)
 
     def use_llm(self, llm: LLMProvider | None) -> None:
         """Use an already-built provider (or none) for this engine's LLM-backed steps."""
@@ -155,6 +173,7 @@ class Engine:
     def drop(self, name: str) -> None:
         self.store.drop_collection(name)
         self.indexes.forget(name)
+        self.trees.forget(name)
 
 
 class Collection:
@@ -211,8 +230,17 @@ class Collection:
     def context(self) -> SearchContext:
         embedder = self.embedder
         return SearchContext(
-            self.name, self.engine.indexes.get(self.name), embedder, self.engine.store, self.engine.coverage(embedder)
+            self.name,
+            self.engine.indexes.get(self.name),
+            embedder,
+            self.engine.store,
+            self.engine.coverage(embedder),
+            self.engine.trees.live(self.name),
         )
+
+    def tree(self) -> LiveTree:
+        """This collection's RAPTOR tree (``get()`` builds it on first use; ``rebuild()``, ``status()``)."""
+        return self.engine.trees.live(self.name)
 
     def extractor(self) -> FilterExtractor:
         """The rule-based filter extractor over this collection's current fields and values."""
@@ -227,17 +255,23 @@ class Collection:
 
         return LLMFilterExtractor(llm, self.extractor(), self.engine.config.prices)
 
-    def answerer(self) -> AnswerService:
+    def answerer(self, params: Mapping[str, object] | None = None) -> AnswerService:
         return AnswerService(
-            lambda q, strategy, k: self.retrieve(q, strategy, k), self.engine.llm(), self.engine.config.prices
+            lambda q, strategy, k: self.retrieve(q, strategy, k, params=params),
+            self.engine.llm(),
+            self.engine.config.prices,
         )
 
-    def answer(self, question: str, strategy: str = "hybrid", k: int = 5) -> Answer:
+    def answer(
+        self, question: str, strategy: str = "hybrid", k: int = 5, params: Mapping[str, object] | None = None
+    ) -> Answer:
         """Retrieve, then answer with citations (LLM if configured and healthy, else extractive)."""
-        return self.answerer().answer(question, strategy, k)
+        return self.answerer(params).answer(question, strategy, k)
 
-    def stream_answer(self, question: str, strategy: str = "hybrid", k: int = 5) -> AnswerStream:
-        return self.answerer().stream(question, strategy, k)
+    def stream_answer(
+        self, question: str, strategy: str = "hybrid", k: int = 5, params: Mapping[str, object] | None = None
+    ) -> AnswerStream:
+        return self.answerer(params).stream(question, strategy, k)
 
     def retrieve(
         self,
@@ -246,7 +280,9 @@ class Collection:
         k: int = 10,
         filters: Filter | None = None,
         fusion: FusionConfig | None = None,
+        params: Mapping[str, object] | None = None,
     ) -> RetrievalResult:
+        """``params``: the strategy's own parameters (see ``waypost strategies``), e.g. ``{"budget": 1000}``."""
         if not query.strip():
             raise WaypostError("the query is empty")
         if k < 1:
@@ -257,7 +293,7 @@ class Collection:
             from waypost.retrieval.metadata import MetadataRetriever
 
             return MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
-        return make_retriever(strategy, ctx, fusion).retrieve(query, k, filters)
+        return make_retriever(strategy, ctx, fusion, params).retrieve(query, k, filters)
 
 
 def check_language(language: str) -> str:

@@ -69,12 +69,28 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class NodeRef:
+    """The tree node a hit was found through (hierarchical strategies): a summary and the leaves it covers."""
+
+    id: int
+    layer: int
+    kind: str  # run | document | cluster
+    summary: str
+    leaves: int  # chunks the node covers
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class Hit:
     chunk: Chunk
     score: float
     strategy: str
     provenance: Provenance
     metadata: Metadata = field(default_factory=dict)
+    node: NodeRef | None = None  # set by tree strategies: the summary node this chunk was reached through
 
     @property
     def document_id(self) -> str:
@@ -93,6 +109,7 @@ class Hit:
             "text": self.chunk.text,
             "stage_scores": self.provenance.stage_scores,
             "metadata": self.metadata,
+            "node": self.node.to_dict() if self.node is not None else None,
         }
 
 

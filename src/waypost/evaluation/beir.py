@@ -24,6 +24,9 @@ class Query:
 Span = tuple[str, int, int]  # document id, start, end: character offsets into the document's text
 
 
+_FINGERPRINTS: dict[Path, str] = {}
+
+
 @dataclass
 class BeirDataset:
     root: Path
@@ -40,8 +43,17 @@ class BeirDataset:
         return self.root / "corpus.jsonl"
 
     def fingerprint(self) -> str:
-        st = self.corpus_path.stat()
-        return hashlib.sha256(f"{self.corpus_path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+        """The corpus file's content hash: a copy or a re-extracted file with new times keeps its eval store."""
+        cached = _FINGERPRINTS.get(self.corpus_path)
+        if cached is not None:
+            return cached
+        digest = hashlib.sha256()
+        with self.corpus_path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        value = digest.hexdigest()[:16]
+        _FINGERPRINTS[self.corpus_path] = value
+        return value
 
     def corpus(self) -> Iterator[Document]:
         with self.corpus_path.open(encoding="utf-8") as fh:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,12 +92,17 @@ def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[
 
 
 def ranked_documents(
-    collection: Collection, query: str, strategy: str, depth: int, filters: Condition | None = None
+    collection: Collection,
+    query: str,
+    strategy: str,
+    depth: int,
+    filters: Condition | None = None,
+    params: Mapping[str, object] | None = None,
 ) -> list[str]:
     """The top ``depth`` distinct documents; asks for more chunks while long documents crowd the list."""
     chunks = depth * 3
     while True:
-        result = collection.retrieve(query, strategy, k=chunks, filters=filters)
+        result = collection.retrieve(query, strategy, k=chunks, filters=filters, params=params)
         ranked = result.document_ids()
         if len(ranked) >= depth or len(result.hits) < chunks:
             return ranked[:depth]
@@ -115,6 +121,7 @@ def run_eval(
     answer: bool = False,
     scope: str | None = None,
     by: str | None = None,
+    params: Mapping[str, object] | None = None,
 ) -> EvalReport:
     """``scope``: restrict each query to documents whose metadata field equals the query's; ``by``:
     also report every metric per value of a query metadata field."""
@@ -128,7 +135,8 @@ def run_eval(
         collection, ingest = prepare(dataset, engine, show_progress)
         depth = max(k, 100)
         queries = dataset.queries[:limit] if limit else dataset.queries
-        collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10)  # build indexes, load model
+        # build indexes (and a tree, for tree strategies), load the model
+        collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10, params=params)
         per_query: dict[str, list[float]] = {}
         groups: dict[str, dict[str, list[float]]] = {}
         latencies: list[float] = []
@@ -140,7 +148,7 @@ def run_eval(
         for q in track(queries, show_progress, f"{strategy} queries"):
             flt = scope_filter(q, scope)
             t0 = time.perf_counter()
-            ranked = ranked_documents(collection, q.text, strategy, depth, flt)
+            ranked = ranked_documents(collection, q.text, strategy, depth, flt, params)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             gold = dataset.qrels.get(q.id, {})
             scores = {
@@ -154,7 +162,7 @@ def run_eval(
                 "p@10": precision_at(ranked, gold, 10),
             }
             if dataset.spans:
-                hits = collection.retrieve(q.text, strategy, k=SPAN_DEPTH, filters=flt).hits
+                hits = collection.retrieve(q.text, strategy, k=SPAN_DEPTH, filters=flt, params=params).hits
                 scores.update(evidence_metrics(hits, dataset.spans.get(q.id, [])))
             for name, value in scores.items():
                 per_query.setdefault(name, []).append(value)
@@ -190,6 +198,8 @@ def run_eval(
             metrics["filter_accuracy"] = round(sum(filter_hits) / len(filter_hits), 4)
         if scope is not None:
             metrics["scope"] = scope  # type: ignore[assignment]
+        if params:
+            metrics["params"] = ",".join(f"{k}={v}" for k, v in sorted(params.items()))  # type: ignore[assignment]
         return EvalReport(dataset.name, strategy, metrics, ingest, failures, by_value)
     finally:
         engine.close()

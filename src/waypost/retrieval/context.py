@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from waypost.base import DocumentStore, Embedder
 from waypost.embeddings.coverage import CoverageBook
+from waypost.errors import WaypostError
 from waypost.filters.model import Filter
 from waypost.index.set import IndexSet
 from waypost.index.topk import Mask, Positions, Scores
-from waypost.types import Explanation, Hit, Provenance
+from waypost.types import Explanation, Hit, NodeRef, Provenance
+
+if TYPE_CHECKING:
+    from waypost.hierarchy.live import LiveTree
+    from waypost.hierarchy.search import TreeArrays
 
 
 @dataclass
@@ -24,6 +30,16 @@ class SearchContext:
     embedder: Embedder
     store: DocumentStore
     coverage: CoverageBook | None = None
+    tree: LiveTree | None = None  # the collection's RAPTOR tree, for hierarchical strategies
+
+    def tree_arrays(self, timer: Timer) -> TreeArrays:
+        """The tree over this context's indexes, current with the store (built on first use)."""
+        if self.tree is None:
+            raise WaypostError("this search context has no tree: hierarchical strategies need an engine's collection")
+        with timer.stage("tree"):
+            arrays = self.tree.arrays(self.indexes)
+        assert arrays is not None
+        return arrays
 
     def dense_weight(self, query: str) -> tuple[str, float, str]:
         """The query's language and how far to trust the dense side in it (1: fully), with a note."""
@@ -58,12 +74,14 @@ class SearchContext:
         scores: Scores,
         strategy: str,
         stages: dict[str, dict[int, tuple[int, float]]] | None = None,
+        nodes: Sequence[NodeRef | None] | None = None,
     ) -> list[Hit]:
         """Materialise ranked positions into hits, with per-stage ranks and scores as provenance."""
         rows = [int(self.indexes.row_ids[p]) for p in positions]
         stored = {s.row_id: s for s in self.store.chunks_by_row(self.collection, rows)}
         out: list[Hit] = []
-        for pos, row, score in zip(positions, rows, scores, strict=True):
+        refs = list(nodes) if nodes is not None else [None] * len(rows)
+        for pos, row, score, ref in zip(positions, rows, scores, refs, strict=True):
             s = stored.get(row)
             if s is None:  # deleted between index build and fetch
                 continue
@@ -80,6 +98,7 @@ class SearchContext:
                     strategy,
                     Provenance(self.collection, s.title, s.source, stage_scores, stage_ranks),
                     s.metadata,
+                    ref,
                 )
             )
         return out

@@ -1,33 +1,56 @@
-"""Strategy names as used on the CLI and in the API."""
+"""Strategy names as used on the CLI and in the API, each with its typed parameters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from waypost.base import Retriever
 from waypost.errors import WaypostError
 from waypost.retrieval.bm25 import BM25Retriever
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.dense import DenseRetriever
+from waypost.retrieval.doc_summary import DocSummaryParams, DocSummaryRetriever
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.hybrid import HybridRetriever
 from waypost.retrieval.metadata import MetadataRetriever
+from waypost.retrieval.params import NoParams, parse_params
+from waypost.retrieval.raptor_collapsed import CollapsedParams, RaptorCollapsedRetriever
+from waypost.retrieval.raptor_traversal import RaptorTraversalRetriever, TraversalParams
 
-STRATEGIES: dict[str, Callable[[SearchContext, FusionConfig], Retriever]] = {
-    "dense": lambda ctx, _cfg: DenseRetriever(ctx),
-    "bm25": lambda ctx, _cfg: BM25Retriever(ctx),
-    "hybrid": lambda ctx, cfg: HybridRetriever(ctx, cfg),
-    "metadata": lambda ctx, cfg: MetadataRetriever(ctx, cfg),
+
+@dataclass(frozen=True)
+class Strategy:
+    make: Callable[[SearchContext, FusionConfig, Any], Retriever]
+    params: type[Any] = NoParams
+    needs_tree: bool = False
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "dense": Strategy(lambda ctx, _cfg, _p: DenseRetriever(ctx)),
+    "bm25": Strategy(lambda ctx, _cfg, _p: BM25Retriever(ctx)),
+    "hybrid": Strategy(lambda ctx, cfg, _p: HybridRetriever(ctx, cfg)),
+    "metadata": Strategy(lambda ctx, cfg, _p: MetadataRetriever(ctx, cfg)),
+    "raptor-collapsed": Strategy(RaptorCollapsedRetriever, CollapsedParams, True),
+    "raptor-traversal": Strategy(RaptorTraversalRetriever, TraversalParams, True),
+    "doc-summary": Strategy(DocSummaryRetriever, DocSummaryParams, True),
 }
 
 
-def make_retriever(name: str, ctx: SearchContext, fusion: FusionConfig | None = None) -> Retriever:
+def strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise WaypostError(f"unknown strategy {name!r}; choose one of {', '.join([*STRATEGIES, 'web'])}") from None
+
+
+def make_retriever(
+    name: str, ctx: SearchContext, fusion: FusionConfig | None = None, params: Mapping[str, object] | None = None
+) -> Retriever:
     if name == "web":
         from waypost.retrieval.web import WebRetriever, web_search_provider
 
         return WebRetriever(web_search_provider())  # a clear error while no provider is configured
-    try:
-        factory = STRATEGIES[name]
-    except KeyError:
-        raise WaypostError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}") from None
-    return factory(ctx, fusion or FusionConfig())
+    spec = strategy(name)
+    return spec.make(ctx, fusion or FusionConfig(), parse_params(name, spec.params, params))

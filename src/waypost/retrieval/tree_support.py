@@ -1,0 +1,66 @@
+"""What the tree strategies share: scoring nodes and leaves for a query, and turning picks into hits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from waypost.filters.model import Filter
+from waypost.hierarchy.search import Scored, TreeArrays, score
+from waypost.retrieval.context import SearchContext, Timer
+from waypost.retrieval.fusion import FusionConfig
+from waypost.types import Hit, NodeRef
+
+
+@dataclass
+class TreeQuery:
+    arrays: TreeArrays
+    scored: Scored
+    leaf_mask: np.ndarray
+    node_mask: np.ndarray
+
+
+def score_tree(ctx: SearchContext, query: str, filters: Filter | None, fusion: FusionConfig, timer: Timer) -> TreeQuery:
+    arrays = ctx.tree_arrays(timer)
+    mask = ctx.prefilter(filters, timer)
+    leaf_mask = np.ones(len(ctx.indexes), dtype=bool) if mask is None else mask
+    with timer.stage("embed_query"):
+        qvec = ctx.embedder.embed_query(query)
+    with timer.stage("leaf_scores"):
+        dense = ctx.indexes.dense.scores(qvec).astype(np.float64)
+        lexical = ctx.indexes.bm25.scores(query)
+    with timer.stage("language"):
+        _language, weight, note = ctx.dense_weight(query)
+    timer.notes.append(note)
+    with timer.stage("node_scores"):
+        node_mask = arrays.eligible(leaf_mask)
+        scored = score(arrays, dense, lexical, qvec, leaf_mask, node_mask, fusion.alpha * weight)
+    return TreeQuery(arrays, scored, leaf_mask, node_mask)
+
+
+def node_ref(tq: TreeQuery, node: int) -> NodeRef:
+    a = tq.arrays
+    return NodeRef(
+        int(a.ids[node]), int(a.layers[node]), a.kinds[node], a.texts[node], int(a.counts[node]),
+        round(float(tq.scored.node[node]), 6),
+    )  # fmt: skip
+
+
+def leaves_by_score(tq: TreeQuery, node: int, exclude: set[int]) -> list[int]:
+    """The node's leaves that pass the filters and are not taken yet, best first."""
+    leaves = [int(p) for p in tq.arrays.leaves(node) if tq.leaf_mask[p] and int(p) not in exclude]
+    return sorted(leaves, key=lambda p: -tq.scored.leaf[p])
+
+
+def materialize(
+    ctx: SearchContext, picks: list[tuple[int, float, NodeRef | None]], strategy: str, tq: TreeQuery
+) -> list[Hit]:
+    positions = np.array([p for p, _s, _n in picks], dtype=np.int64)
+    scores = np.array([s for _p, s, _n in picks], dtype=np.float32)
+    sc = tq.scored
+    stages = {
+        "dense": {p: (0, float(sc.dense_leaf[p])) for p, _s, _n in picks},
+        "bm25": {p: (0, float(sc.lexical_leaf[p])) for p, _s, _n in picks},
+    }
+    return ctx.hits(positions, scores, strategy, stages, [n for _p, _s, n in picks])
