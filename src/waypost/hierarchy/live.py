@@ -72,6 +72,7 @@ class LiveTree:
         self._name = ""
         self.changes = 0  # bumps whenever the tree changes: search arrays are cached on it
         self._arrays: tuple[tuple[int, int, str], TreeArrays] | None = None
+        self.last_update: dict[str, Any] = {}  # what the last catch-up did: documents, nodes touched, ms
 
     def _language(self, snapshot_languages: list[str]) -> str:
         declared = self.store.collection_language(self.collection)
@@ -127,14 +128,21 @@ class LiveTree:
         if changes.empty and changes.generation <= tree.generation:
             return
         base = tree.generation
+        t0 = time.perf_counter()
         added = leaves_of(changes.added, self._language(changes.added.languages))
-        tree.apply(changes.removed_rows.tolist(), added, changes.generation, self._leaf_texts)
+        touched = tree.apply(changes.removed_rows.tolist(), added, changes.generation, self._leaf_texts)
         if not self.trees.save_changes(self.collection, self._name, tree, base):
             self._tree = None  # another process moved the stored tree: take that one
             self.get(build=True, progress=progress)
             return
         self.store.acknowledge(self.collection, CONSUMER, tree.generation, changes.version)
         self.changes += 1
+        self.last_update = {
+            "documents": len(changes.documents),
+            "nodes_touched": len(touched),
+            "nodes": len(tree.nodes),
+            "ms": round((time.perf_counter() - t0) * 1000, 1),
+        }
 
     def _leaf_texts(self, rows: list[int]) -> list[str]:
         return [s.chunk.text for s in self.store.chunks_by_row(self.collection, rows)]

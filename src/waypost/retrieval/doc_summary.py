@@ -17,6 +17,7 @@ from waypost.types import NodeRef, RetrievalResult
 
 @dataclass(frozen=True)
 class DocSummaryParams:
+    alpha: float | None = None  # dense share of the dense/lexical blend (None: hybrid's fusion alpha)
     documents: int = 10  # documents drilled into
     chunks_per_document: int = 3
     budget: int = 2000  # tokens of chunk text to return
@@ -36,7 +37,7 @@ class DocSummaryRetriever:
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()
         p = self.params
-        tq = score_tree(self.ctx, query, filters, self.fusion, timer)
+        tq = score_tree(self.ctx, query, filters, self.fusion, timer, p.alpha)
         a = tq.arrays
         with timer.stage("documents"):
             is_doc = np.array([kind == DOCUMENT for kind in a.kinds], dtype=bool)

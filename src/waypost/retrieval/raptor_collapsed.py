@@ -17,6 +17,7 @@ from waypost.types import NodeRef, RetrievalResult
 
 @dataclass(frozen=True)
 class CollapsedParams:
+    alpha: float | None = None  # dense share of the dense/lexical blend (None: hybrid's fusion alpha)
     budget: int = 2000  # tokens of leaf text to return
     max_layer: int | None = None  # search summaries up to this layer only (None: all)
     candidates: int = 400  # best-scored leaves and nodes considered
@@ -36,7 +37,7 @@ class RaptorCollapsedRetriever:
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()
         p = self.params
-        tq = score_tree(self.ctx, query, filters, self.fusion, timer)
+        tq = score_tree(self.ctx, query, filters, self.fusion, timer, p.alpha)
         with timer.stage("collapse"):
             nodes = tq.scored.node.copy()
             nodes[tq.arrays.single] = -np.inf  # a one-chunk document's node is its chunk again
@@ -79,6 +80,6 @@ class RaptorCollapsedRetriever:
         layers = sorted({h.node.layer for h in hits if h.node is not None})
         explanation.notes.append(
             f"tree: {len(tq.arrays)} nodes; {summaries} summaries expanded (layers {layers or '-'}); "
-            f"{used} of {p.budget} budget tokens; alpha={self.fusion.alpha}"
+            f"{used} of {p.budget} budget tokens; alpha={self.fusion.alpha if p.alpha is None else p.alpha}"
         )
         return RetrievalResult(hits, explanation)

@@ -16,6 +16,7 @@ from waypost.types import NodeRef, RetrievalResult
 
 @dataclass(frozen=True)
 class TraversalParams:
+    alpha: float | None = None  # dense share of the dense/lexical blend (None: hybrid's fusion alpha)
     budget: int = 2000  # tokens of leaf text to return
     top_k: int = 3  # nodes kept per layer
     depth: int | None = None  # layers descended before expanding into leaves (None: to the bottom)
@@ -37,7 +38,7 @@ class RaptorTraversalRetriever:
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()
         p = self.params
-        tq = score_tree(self.ctx, query, filters, self.fusion, timer)
+        tq = score_tree(self.ctx, query, filters, self.fusion, timer, p.alpha)
         a, scores, ok = tq.arrays, tq.scored.node, tq.node_mask
         with timer.stage("traverse"):
             # start from the highest eligible nodes: a filter may exclude a root but admit its subtrees

@@ -35,7 +35,8 @@ def score_tree(ctx: SearchContext, query: str, filters: Filter | None, fusion: F
     timer.notes.append(note)
     with timer.stage("node_scores"):
         node_mask = arrays.eligible(leaf_mask)
-        scored = score(arrays, dense, lexical, qvec, leaf_mask, node_mask, fusion.alpha * weight)
+        dense_share = fusion.alpha if alpha is None else alpha
+        scored = score(arrays, dense, lexical, qvec, leaf_mask, node_mask, dense_share * weight)
     return TreeQuery(arrays, scored, leaf_mask, node_mask)
 
 
