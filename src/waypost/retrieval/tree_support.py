@@ -21,7 +21,15 @@ class TreeQuery:
     node_mask: np.ndarray
 
 
-def score_tree(ctx: SearchContext, query: str, filters: Filter | None, fusion: FusionConfig, timer: Timer) -> TreeQuery:
+def score_tree(
+    ctx: SearchContext,
+    query: str,
+    filters: Filter | None,
+    fusion: FusionConfig,
+    timer: Timer,
+    alpha: float | None = None,
+) -> TreeQuery:
+    """``alpha``: the dense share of the blend (None: hybrid's fusion alpha)."""
     arrays = ctx.tree_arrays(timer)
     mask = ctx.prefilter(filters, timer)
     leaf_mask = np.ones(len(ctx.indexes), dtype=bool) if mask is None else mask
