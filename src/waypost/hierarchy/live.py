@@ -23,6 +23,11 @@ CONSUMER = "tree"
 BUILDER = "tree-build"
 
 
+def _uid(version: str) -> str:
+    """The incarnation part of a collection version (``<uid>-g<generation>``)."""
+    return version.rsplit("-g", 1)[0]
+
+
 def leaves_of(snapshot: ChunkSnapshot, language: str) -> Leaves:
     return Leaves(snapshot.row_ids, snapshot.document_ids, snapshot.chunk_texts, snapshot.embeddings, language)
 
@@ -70,6 +75,7 @@ class LiveTree:
         self._lock = threading.RLock()
         self._tree: Tree | None = None
         self._name = ""
+        self._incarnation = ""  # the collection's uid the tree was built for (drop/recreate changes it)
         self.changes = 0  # bumps whenever the tree changes: search arrays are cached on it
         self._arrays: tuple[tuple[int, int, str], TreeArrays] | None = None
         self.last_update: dict[str, Any] = {}  # what the last catch-up did: documents, nodes touched, ms
@@ -90,9 +96,14 @@ class LiveTree:
 
     def get(self, build: bool = True, progress: Progress | None = None) -> Tree | None:
         with self._lock:
+            current = _uid(self.store.version(self.collection))
+            if self._tree is not None and self._incarnation != current:
+                self._tree = None  # the collection was dropped and made again (maybe by another process)
             if self._tree is None:
                 tree = self._empty()
                 record = self.trees.load(self.collection, tree)
+                if record is not None and _uid(record.version) != current:
+                    record = None  # a tree of an earlier incarnation of the collection
                 if record is None:
                     if not build:
                         return None
@@ -100,6 +111,7 @@ class LiveTree:
                 if record.summarizer != self.summarizer.name:
                     tree.summarizer = self.summarizer  # summaries written by another summarizer stay until rebuilt
                 self._tree, self._name = tree, record.tree
+                self._incarnation = current
                 self.changes += 1
             self._catch_up(progress)
             return self._tree
@@ -165,6 +177,7 @@ class LiveTree:
             self.store.forget_consumer(self.collection, BUILDER)
         with self._lock:
             self._tree, self._name = tree, name
+            self._incarnation = _uid(snapshot.version)
             self.changes += 1
             self._catch_up(progress)
             return tree

@@ -100,13 +100,17 @@ class TreeStore:
     def record(self, collection: str) -> TreeRecord | None:
         conn = self._connect()
         try:
-            row = conn.execute(
-                "SELECT collection, tree, generation, version, summarizer, config, next_id, nodes_at_build,"
-                " changed_nodes, stats, built_at, updated_at FROM trees WHERE collection=? AND active=1",
-                (collection,),
-            ).fetchone()
+            return self._record(conn, collection)
         finally:
             conn.close()
+
+    @staticmethod
+    def _record(conn: sqlite3.Connection, collection: str) -> TreeRecord | None:
+        row = conn.execute(
+            "SELECT collection, tree, generation, version, summarizer, config, next_id, nodes_at_build,"
+            " changed_nodes, stats, built_at, updated_at FROM trees WHERE collection=? AND active=1",
+            (collection,),
+        ).fetchone()
         if row is None:
             return None
         return TreeRecord(
@@ -132,6 +136,7 @@ class TreeStore:
                 " cluster FROM tree_nodes WHERE collection=? AND tree=?",
                 (collection, head[0]),
             ).fetchall()
+            record = self._record(conn, collection)  # in the same read transaction as the nodes
             conn.execute("COMMIT")
         finally:
             conn.close()
@@ -157,7 +162,7 @@ class TreeStore:
         tree.leaf_tokens = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
         tree.dirty.clear()
         tree.dropped.clear()
-        return self.record(collection)
+        return record
 
     @staticmethod
     def _node_row(collection: str, name: str, n: TreeNode) -> tuple[Any, ...]:

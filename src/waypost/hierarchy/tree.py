@@ -340,6 +340,7 @@ class Tree:
             node = self.nodes[i]
             if node.children:
                 kids = [self.nodes[c] for c in node.children]
+                node.layer = 1 + max(c.layer for c in kids)  # a document hung below may be taller
                 node.leaves = list(dict.fromkeys(r for c in kids for r in c.leaves))
                 node.weight = float(sum(c.weight for c in kids))
                 mean = np.sum([c.centroid * c.weight for c in kids], axis=0) / max(node.weight, 1.0)

@@ -23,6 +23,8 @@ class DocSummaryParams:
     budget: int = 2000  # tokens of chunk text to return
 
     def check(self) -> str:
+        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
+            return "alpha must be between 0 and 1"
         return "" if min(self.documents, self.chunks_per_document, self.budget) >= 1 else "values must be positive"
 
 

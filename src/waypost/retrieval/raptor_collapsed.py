@@ -23,6 +23,12 @@ class CollapsedParams:
     candidates: int = 400  # best-scored leaves and nodes considered
 
     def check(self) -> str:
+        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
+            return "alpha must be between 0 and 1"
+        if self.candidates < 1:
+            return "candidates must be positive"
+        if self.max_layer is not None and self.max_layer < 1:
+            return "max_layer must be at least 1"
         return "budget must be positive" if self.budget < 1 else ""
 
 

@@ -22,6 +22,8 @@ class TraversalParams:
     depth: int | None = None  # layers descended before expanding into leaves (None: to the bottom)
 
     def check(self) -> str:
+        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
+            return "alpha must be between 0 and 1"
         if self.budget < 1 or self.top_k < 1:
             return "budget and top_k must be positive"
         return "depth must be at least 1" if self.depth is not None and self.depth < 1 else ""
