@@ -1,10 +1,10 @@
 """Scoring a tree's nodes for a query beside the flat index's leaves, with the signals flat hybrid uses.
 
 A leaf's dense and lexical scores are the flat index's. A node's dense score is its vector's cosine with
-the query; its lexical score is the mean BM25 of the leaves it covers (its text is theirs). Both sides are
-min-max normalised over the eligible candidates and blended with hybrid's weight, so leaves and summaries
-compete on one scale. A node is eligible when every leaf it covers is live and passes the query's
-filters: a summary never speaks for deleted or excluded text."""
+the query; its lexical score blends the mean and the best BM25 of the leaves it covers (its text is
+theirs). Both sides are min-max normalised over the eligible candidates and blended with hybrid's
+weight, so leaves and summaries compete on one scale. A node is eligible when every leaf it covers is
+live and passes the query's filters: a summary never speaks for deleted or excluded text."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ from waypost.index.topk import Mask
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+# A node's lexical score: this share of its leaves' mean BM25, the rest their best. The mean alone lets one
+# strong leaf drown in a long run; the best alone ignores the rest. qmsum train, summarize questions,
+# evidence recall at 1,000/2,000 tokens: mean 0.338/0.525, max 0.371/0.565, half each 0.359/0.601.
+NODE_LEXICAL_MEAN_SHARE = 0.5
 
 
 class TreeArrays:
@@ -114,8 +119,9 @@ def score(
 ) -> Scored:
     """Blend dense and lexical evidence for leaves and nodes on one scale (``alpha``: the dense share)."""
     dense_node = (arrays.vectors @ query_vector.ravel()).astype(np.float64) if len(arrays) else np.zeros(0)
-    sums = arrays.members @ lexical_leaf
-    lexical_node = sums / np.maximum(arrays.counts, 1)
+    mean = (arrays.members @ lexical_leaf) / np.maximum(arrays.counts, 1)
+    best = arrays.members.multiply(lexical_leaf).max(axis=1).toarray().ravel() if len(arrays) else np.zeros(0)
+    lexical_node = NODE_LEXICAL_MEAN_SHARE * mean + (1 - NODE_LEXICAL_MEAN_SHARE) * best
     dense_all = np.concatenate([dense_leaf, dense_node])
     lexical_all = np.concatenate([lexical_leaf, lexical_node])
     keep = np.concatenate([leaf_mask, node_mask])

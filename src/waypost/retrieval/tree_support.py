@@ -9,7 +9,7 @@ import numpy as np
 from waypost.filters.model import Filter
 from waypost.hierarchy.search import Scored, TreeArrays, score
 from waypost.retrieval.context import SearchContext, Timer
-from waypost.retrieval.fusion import FusionConfig
+from waypost.retrieval.fusion import FusionConfig, follow_references
 from waypost.types import Hit, NodeRef
 
 
@@ -45,7 +45,25 @@ def score_tree(
         node_mask = arrays.eligible(leaf_mask)
         dense_share = fusion.alpha if alpha is None else alpha
         scored = score(arrays, dense, lexical, qvec, leaf_mask, node_mask, dense_share * weight)
+    if fusion.reference_weight > 0:
+        with timer.stage("references"):
+            _follow_references(ctx, scored, leaf_mask, fusion)
     return TreeQuery(arrays, scored, leaf_mask, node_mask)
+
+
+def _follow_references(ctx: SearchContext, scored: Scored, leaf_mask: np.ndarray, fusion: FusionConfig) -> None:
+    """Raise the leaves of documents the best leaves mention by title, as flat hybrid does."""
+    seeds_at = min(fusion.reference_seeds, len(scored.leaf))
+    if seeds_at == 0:
+        return
+    seeds = np.argpartition(-scored.leaf, seeds_at - 1)[:seeds_at]
+    seeds = seeds[np.argsort(-scored.leaf[seeds], kind="stable")]
+    seeds = seeds[np.isfinite(scored.leaf[seeds])]
+    _positions, _scores, boosted = follow_references(
+        seeds.astype(np.int64), scored.leaf[seeds].astype(np.float32), ctx.reference_links, fusion, leaf_mask
+    )
+    for target, (_rank, extra) in boosted.items():
+        scored.leaf[target] += extra
 
 
 def node_ref(tq: TreeQuery, node: int) -> NodeRef:
