@@ -26,7 +26,7 @@ from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Condition, Op
 from waypost.hierarchy.store import TreeStore
-from waypost.hierarchy.tree import Tree
+from waypost.hierarchy.tree import Tree, TreeConfig
 from waypost.ingest.chunker import count_tokens
 from waypost.types import Document, Hit
 
@@ -384,7 +384,7 @@ def test_rebuild_swaps_in_a_new_sound_tree(store: Path, minilm: Embedder) -> Non
         assert sorted(n.document_id for n in new.nodes.values() if n.kind == "document") == sorted(
             n.document_id for n in old.nodes.values() if n.kind == "document"
         )
-        assert "tree-build" not in engine.store.consumers("c")
+        assert not [c for c in engine.store.consumers("c") if c.startswith("tree-build")]
 
 
 # -- 2. delete ------------------------------------------------------------------------------------------------
@@ -537,6 +537,106 @@ def test_add_keeps_parents_above_children(store: Path, minilm: Embedder) -> None
         assert layer_violations(tree) == []
 
 
+# -- 3b. RAPTOR-lite -----------------------------------------------------------------------------------------
+HANDBOOK = """# Travel policy
+Employees book flights through the company travel desk at least two weeks ahead.
+Economy class is the rule for flights shorter than six hours.
+Hotel rooms are reimbursed up to the city rate published by finance.
+Taxi receipts must be submitted within thirty days of the trip.
+# Equipment
+Every new employee receives a laptop, a monitor and a headset on the first day.
+Broken equipment is returned to the service desk, which issues a replacement.
+Personal software may not be installed on company laptops without approval.
+Laptops are replaced every four years or earlier when they fail.
+"""
+
+
+def lite_engine(path: Path, minilm: Embedder, lite: bool | None = True) -> Engine:
+    tree = None if lite is None else TreeConfig(lite=lite)
+    engine = Engine(path, EngineConfig(chunk_tokens=40, background_index_work=False, tree=tree))
+    engine.register_embedder(minilm)
+    return engine
+
+
+def assert_lite(engine: Engine, tree: Tree) -> None:
+    """One summary layer: every node sits on leaves; a section node's chunks are consecutive chunks of one
+    section of one document; clusters hold one-chunk documents; nothing covers a dead chunk."""
+    assert tree.check() == [] and tree.config.lite
+    docs = rows_by_document(engine)
+    live = {r for rows in docs.values() for r in rows}
+    stored = {s.row_id: s for s in engine.store.chunks_by_row("c", sorted(live))}
+    for n in tree.nodes.values():
+        assert n.layer == 1 and n.children == [] and set(n.leaves) <= live, n
+        if n.kind == "cluster":
+            assert all(len(docs[stored[r].chunk.document_id]) == 1 for r in n.leaves)
+        else:
+            assert n.kind in ("section", "document") and n.leaves == [
+                r for r in docs[n.document_id] if r in set(n.leaves)
+            ]
+            assert len({stored[r].chunk.section for r in n.leaves}) == 1, f"node {n.id} spans sections"
+            indexes = [stored[r].chunk.index for r in n.leaves]
+            assert indexes == list(range(indexes[0], indexes[0] + len(indexes))), "a section's chunks are a run"
+    for doc, rows in docs.items():
+        if len(rows) > 1:  # every chunk of a long document is under one of its section nodes
+            covered = [r for n in tree.nodes.values() if n.document_id == doc for r in n.leaves]
+            assert sorted(covered) == rows, doc
+
+
+def test_lite_tree_follows_the_collection(tmp_path: Path, minilm: Embedder) -> None:
+    path = tmp_path / "lite"
+    with lite_engine(path, minilm) as engine:
+        coll = engine.collection("c", create=True)
+        handbook = Document("handbook", HANDBOOK, "Staff handbook", {"topic": "policy", "kind": "handbook"})
+        coll.add([*corpus(), handbook])
+        live = coll.tree()
+        tree = live.get()
+        assert tree is not None
+        assert_lite(engine, tree)
+        kinds = {n.document_id: n.kind for n in tree.nodes.values() if n.document_id}
+        assert kinds["handbook"] == "section" and kinds["meeting-budget"] == "document"
+        sections = {tuple(n.text.split()[:1]) for n in tree.nodes.values() if n.document_id == "handbook"}
+        assert len(sections) >= 2
+        assert [n for n in tree.nodes.values() if n.kind == "cluster"], "the notes are clustered"
+        status = live.status()
+        assert status.shape == "lite" and status.layers == {1: len(tree.nodes)} and status.problems == []
+        # a one-chunk document joins its nearest cluster; a long one gets its own section nodes
+        lamb = Document("cooking-9", "Slow-roast the lamb shoulder with garlic and rosemary for hours.")
+        coll.add([lamb])
+        tree = live.get()
+        assert tree is not None and live.last_update["nodes_touched"] == 1
+        assert_lite(engine, tree)
+        assert any(n.kind == "cluster" and engine.store.chunks_by_row("c", n.leaves) for n in tree.nodes.values())
+        coll.add([meeting("relocation", 20)])
+        tree = live.get()
+        assert tree is not None and "meeting-relocation" in {n.document_id for n in tree.nodes.values()}
+        assert_lite(engine, tree)
+        hits = coll.retrieve("flights booked through the travel desk", "raptor-collapsed", k=5).hits
+        assert hits and hits[0].document_id == "handbook"
+        # deletes are exact
+        everything = [*corpus(), handbook, lamb, meeting("relocation", 20)]
+        gone = {d.id: own_words(d, everything) for d in everything if d.id in ("handbook", "astronomy-1")}
+        old = {r for d in gone for r in rows_by_document(engine)[d]}
+        coll.delete(list(gone))
+        assert_not_retrieved(engine, gone)
+        tree = live.get()
+        assert tree is not None
+        assert_not_in_tree(tree, gone, old)
+        assert_lite(engine, tree)
+        name = live.trees.record("c")
+        assert name is not None
+    # reopened without a shape asked for: the stored lite tree stays; asked for full: rebuilt as full
+    with lite_engine(path, minilm, lite=None) as engine:
+        live = engine.collection("c").tree()
+        tree = live.get()
+        record = live.trees.record("c")
+        assert tree is not None and tree.config.lite and record is not None and record.tree == name.tree
+    with lite_engine(path, minilm, lite=False) as engine:
+        live = engine.collection("c").tree()
+        tree = live.get()
+        assert tree is not None and not tree.config.lite and live.status().shape == "full"
+        assert_sound(engine, tree)
+
+
 # -- 4. persistence -------------------------------------------------------------------------------------------
 def test_reopened_engine_loads_the_saved_tree(store: Path, minilm: Embedder) -> None:
     with open_engine(store, minilm) as engine:
@@ -669,6 +769,8 @@ def test_kill_9_leaves_a_sound_tree(built: Path, tmp_path: Path, minilm: Embedde
             tree = live.get(build=False)
             assert tree is not None, where
             assert tree.generation == engine.store.generation("c"), where
+            held = [c for c in engine.store.consumers("c") if c.startswith("tree-build")]
+            assert held == [], f"a killed rebuild still holds the change log ({held}): {where}"
             assert_sound(engine, tree)
             live_docs = set(rows_by_document(engine))
             ever = [*corpus(), *(extra(i) for i in range(sum(line.startswith("adding") for line in lines)))]
@@ -838,3 +940,7 @@ def test_cli(tmp_path: Path, minilm: Embedder) -> None:
     assert hits and hits[0]["document_id"] == "meeting-budget" and hits[0]["strategy"] == "raptor-collapsed"
     tokens = [count_tokens(h["text"]) for h in hits]
     assert sum(tokens[:-1]) < 100 and "of 100 budget tokens" in " ".join(json.loads(query.stdout)["explain"]["notes"])
+    lite, wrong = waypost_all(("tree", "rebuild", *where, "--shape", "lite"), ("tree", "build", *where, "--shape", "flat"))
+    assert lite.returncode == 0, lite.stderr
+    assert "shape lite" in lite.stdout and re.search(r"layers \{1: \d+\}\n", lite.stdout), lite.stdout
+    assert wrong.returncode == 2 and "must be full or lite" in wrong.stderr, wrong.stderr

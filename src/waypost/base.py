@@ -79,6 +79,7 @@ class ChunkSnapshot:
     titles: dict[str, str]
     languages: list[str] = field(default_factory=list)  # per chunk ("" where a store predates languages)
     document_languages: list[str] = field(default_factory=list)  # per document, as document_texts
+    sections: list[tuple[str, ...]] = field(default_factory=list)  # per chunk: its section path
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from rich.table import Table
 from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter, parse_filter, parse_filter_json
+from waypost.hierarchy.tree import TreeConfig
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
@@ -351,6 +352,12 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
         console.print(table)
 
 
+def _tree_config(shape: str) -> TreeConfig:
+    if shape not in ("full", "lite"):
+        _fail(f"the tree shape must be full or lite, not {shape!r}")
+    return TreeConfig(lite=shape == "lite")
+
+
 @app.command("eval")
 def eval_(
     dataset: Annotated[Path, typer.Argument(help="A BEIR-layout directory.")],
@@ -378,6 +385,9 @@ def eval_(
     ] = None,
     by: Annotated[str | None, typer.Option(help="Also report metrics per value of this query metadata field.")] = None,
     param: ParamOpt = [],  # noqa: B006
+    tree_shape: Annotated[
+        str, typer.Option(help="Tree strategies: full (RAPTOR layers) or lite (one summary layer).")
+    ] = "full",
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy, and
@@ -390,6 +400,7 @@ def eval_(
         fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
         llm=llm,
         llm_filters=llm_filters,
+        tree=_tree_config(tree_shape),
     )
     report = run_eval(
         dataset,
@@ -458,11 +469,28 @@ tree_app = typer.Typer(no_args_is_help=True, help="The RAPTOR tree behind raptor
 app.add_typer(tree_app, name="tree")
 
 
-def _tree_engine(store: Path, llm: str, summarizer: str) -> Engine:
-    return Engine(_existing(store), EngineConfig(llm=llm, tree_summarizer=summarizer))
+def _tree_engine(store: Path, llm: str, summarizer: str, shape: str | None = None) -> Engine:
+    tree = None if shape is None else _tree_config(shape)
+    return Engine(_existing(store), EngineConfig(llm=llm, tree_summarizer=summarizer, tree=tree))
 
 
 SummarizerOpt = Annotated[str, typer.Option(help="extractive (no LLM) or llm (needs --llm).")]
+ShapeOpt = Annotated[
+    str | None,
+    typer.Option(help="full (RAPTOR layers) or lite (chunks under section or cluster summaries); "
+                 "default: the stored tree's shape, else full."),
+]  # fmt: skip
+
+
+def _tree_build(store: Path, collection: str, summarizer: str, llm: str, shape: str | None, fresh: bool) -> None:
+    with _tree_engine(store, llm, summarizer, shape) as engine:
+        live = engine.collection(collection).tree()
+        say = lambda m: err.print(f"[dim]{m}[/]")  # noqa: E731
+        if fresh:
+            live.rebuild(progress=say)
+        else:
+            live.get(build=True, progress=say)
+        _print_tree_status(live.status().to_dict())
 
 
 @tree_app.command("build")
@@ -471,12 +499,10 @@ def tree_build(
     collection: CollOpt = DEFAULT_COLLECTION,
     summarizer: SummarizerOpt = "extractive",
     llm: LlmOpt = "none",
+    shape: ShapeOpt = None,
 ) -> None:
-    """Build the tree if the collection has none (else bring it up to date)."""
-    with _tree_engine(store, llm, summarizer) as engine:
-        live = engine.collection(collection).tree()
-        live.get(build=True, progress=lambda m: err.print(f"[dim]{m}[/]"))
-        _print_tree_status(live.status().to_dict())
+    """Build the tree if the collection has none, or none of the asked shape (else bring it up to date)."""
+    _tree_build(store, collection, summarizer, llm, shape, fresh=False)
 
 
 @tree_app.command("rebuild")
@@ -485,12 +511,10 @@ def tree_rebuild(
     collection: CollOpt = DEFAULT_COLLECTION,
     summarizer: SummarizerOpt = "extractive",
     llm: LlmOpt = "none",
+    shape: ShapeOpt = None,
 ) -> None:
     """Build a new tree beside the live one and swap it in atomically."""
-    with _tree_engine(store, llm, summarizer) as engine:
-        live = engine.collection(collection).tree()
-        live.rebuild(progress=lambda m: err.print(f"[dim]{m}[/]"))
-        _print_tree_status(live.status().to_dict())
+    _tree_build(store, collection, summarizer, llm, shape, fresh=True)
 
 
 @tree_app.command("status")

@@ -48,7 +48,7 @@ class EngineConfig:
     llm_filters: bool = False  # let the LLM extract metadata filters (rules stay the fallback)
     llm_cache: Path | None = None  # None: <store>/llm-cache.sqlite
     prices: PriceTable = field(default_factory=PriceTable)
-    tree: TreeConfig = field(default_factory=TreeConfig)  # the RAPTOR tree of hierarchical strategies
+    tree: TreeConfig | None = None  # the RAPTOR tree's shape (None: a stored tree keeps its own; new: default)
     tree_summarizer: str = "extractive"  # extractive (no LLM) | llm (the configured LLM writes summaries)
 
 

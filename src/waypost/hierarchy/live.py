@@ -3,14 +3,16 @@ every use, rebuilt atomically beside the live one."""
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from waypost.base import ChunkSnapshot, Embedder
+from waypost.base import ChunkSnapshot, Embedder, FloatMatrix
 from waypost.errors import WaypostError
 from waypost.hierarchy.search import TreeArrays
 from waypost.hierarchy.store import TreeStore
@@ -20,7 +22,25 @@ from waypost.index.set import IndexSet
 from waypost.store.sqlite import SQLiteStore
 
 CONSUMER = "tree"
-BUILDER = "tree-build"
+BUILDER = "tree-build"  # + ":<host>:<pid>" of the process building
+
+
+def _builder_name() -> str:
+    return f"{BUILDER}:{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead_builder(name: str) -> bool:
+    """A builder consumer left by a process of this host that no longer runs (killed mid-rebuild)."""
+    parts = name.split(":")
+    if len(parts) != 3 or parts[0] != BUILDER or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _uid(version: str) -> str:
@@ -29,13 +49,17 @@ def _uid(version: str) -> str:
 
 
 def leaves_of(snapshot: ChunkSnapshot, language: str) -> Leaves:
-    return Leaves(snapshot.row_ids, snapshot.document_ids, snapshot.chunk_texts, snapshot.embeddings, language)
+    return Leaves(
+        snapshot.row_ids, snapshot.document_ids, snapshot.chunk_texts, snapshot.embeddings, language,
+        snapshot.sections,
+    )  # fmt: skip
 
 
 @dataclass
 class TreeStatus:
     collection: str
     built: bool
+    shape: str = ""  # full | lite
     generation: int = 0
     store_generation: int = 0
     nodes: int = 0
@@ -64,14 +88,14 @@ class LiveTree:
         trees: TreeStore,
         embedder: Embedder,
         summarizer: Summarizer,
-        config: TreeConfig,
+        requested: TreeConfig | None,
     ) -> None:
         self.collection = collection
         self.store = store
         self.trees = trees
         self.embedder = embedder
         self.summarizer = summarizer
-        self.config = config
+        self.requested = requested  # None: a stored tree keeps its shape; a new one gets TreeConfig()
         self._lock = threading.RLock()
         self._tree: Tree | None = None
         self._name = ""
@@ -87,8 +111,15 @@ class LiveTree:
         counts = Counter(lang for lang in snapshot_languages if lang and lang != "und")
         return counts.most_common(1)[0][0] if counts else "en"
 
-    def _empty(self) -> Tree:
-        return Tree(self.config, self.summarizer, self.embedder)
+    def _empty(self, config: TreeConfig | None = None) -> Tree:
+        return Tree(config or self.requested or TreeConfig(), self.summarizer, self.embedder)
+
+    def _build_config(self) -> TreeConfig:
+        """What a (re)build makes: the requested shape, else the stored tree's, else the default."""
+        if self.requested is not None:
+            return self.requested
+        record = self.trees.record(self.collection)
+        return record.config if record is not None else TreeConfig()
 
     def exists(self) -> bool:
         with self._lock:
@@ -104,10 +135,14 @@ class LiveTree:
                 record = self.trees.load(self.collection, tree)
                 if record is not None and _uid(record.version) != current:
                     record = None  # a tree of an earlier incarnation of the collection
+                if record is not None and self.requested is not None and record.config.shape != self.requested.shape:
+                    record = None  # a tree of another shape than the one asked for: build the one asked for
                 if record is None:
                     if not build:
                         return None
                     return self.rebuild(progress)
+                tree.config = record.config  # the stored tree's shape governs its updates
+                self.forget_dead_builders()
                 if record.summarizer != self.summarizer.name:
                     tree.summarizer = self.summarizer  # summaries written by another summarizer stay until rebuilt
                 self._tree, self._name = tree, record.tree
@@ -162,25 +197,33 @@ class LiveTree:
     def rebuild(self, progress: Progress | None = None) -> Tree:
         """Build a new tree from the collection and swap it in atomically; queries keep the old one meanwhile."""
         started = self.store.generation(self.collection)
-        self.store.acknowledge(self.collection, BUILDER, started)  # keeps the log from here while we build
+        self.forget_dead_builders()
+        builder = _builder_name()
+        self.store.acknowledge(self.collection, builder, started)  # keeps the log from here while we build
         try:
             t0 = time.perf_counter()
             snapshot = self.store.snapshot(self.collection)
             if len(snapshot.row_ids) == 0:
                 raise WaypostError(f"collection {self.collection!r} is empty: add documents before building a tree")
-            tree = self._empty()
+            tree = self._empty(self._build_config())
             tree.stats.add("read", time.perf_counter() - t0)
             tree.build(leaves_of(snapshot, self._language(snapshot.languages)), snapshot.generation, progress)
             name = self.trees.save_new(self.collection, tree, snapshot.version)
             self.store.acknowledge(self.collection, CONSUMER, snapshot.generation, snapshot.version)
         finally:
-            self.store.forget_consumer(self.collection, BUILDER)
+            self.store.forget_consumer(self.collection, builder)
         with self._lock:
             self._tree, self._name = tree, name
             self._incarnation = _uid(snapshot.version)
             self.changes += 1
             self._catch_up(progress)
             return tree
+
+    def forget_dead_builders(self) -> None:
+        """Release the change log held by rebuilds whose process was killed (it would never be compacted)."""
+        for name in self.store.consumers(self.collection):
+            if _dead_builder(name):
+                self.store.forget_consumer(self.collection, name)
 
     def status(self) -> TreeStatus:
         head = self.store.generation(self.collection)
@@ -190,7 +233,7 @@ class LiveTree:
         with self._lock:
             tree = self._tree
             if tree is None or tree.generation < record.generation:
-                tree = self._empty()
+                tree = self._empty(record.config)
                 self.trees.load(self.collection, tree)
         drift = tree.changed_since_build / max(1, tree.nodes_at_build)
         return TreeStatus(
@@ -204,12 +247,40 @@ class LiveTree:
             changed_nodes=tree.changed_since_build,
             nodes_at_build=tree.nodes_at_build,
             drift=round(drift, 4),
-            rebuild_advised=drift > self.config.drift_threshold,
+            rebuild_advised=drift > record.config.drift_threshold,
+            shape=record.config.shape,
             summarizer=record.summarizer,
             size_mb=round(self.trees.size_bytes(self.collection) / 2**20, 2),
             build_seconds=dict(record.stats.get("seconds", {})),
             problems=tree.check(),
         )
+
+
+class DeferredEmbedder:
+    """An embedder loaded on its first use: reading a tree's status or nodes needs no model."""
+
+    def __init__(self, model_id: str, dimension: int, load: Callable[[], Embedder]) -> None:
+        self._model_id, self._dimension, self._load = model_id, dimension, load
+        self._embedder: Embedder | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _real(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._load()
+        return self._embedder
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        return self._real().embed_documents(texts)
+
+    def embed_query(self, text: str) -> FloatMatrix:
+        return self._real().embed_query(text)
 
 
 class TreeCache:
@@ -220,13 +291,13 @@ class TreeCache:
         store: SQLiteStore,
         embedder_for: Callable[[str], Embedder],
         summarizer_for: Callable[[str], Summarizer] | None = None,
-        config: TreeConfig | None = None,
+        requested: TreeConfig | None = None,
     ) -> None:
         self.store = store
         self.trees = TreeStore(store.path)
         self.embedder_for = embedder_for
         self.summarizer_for = summarizer_for or (lambda _c: ExtractiveSummarizer())
-        self.config = config or TreeConfig()
+        self.requested = requested
         self._live: dict[str, LiveTree] = {}
         self._lock = threading.Lock()
 
@@ -238,9 +309,9 @@ class TreeCache:
                     collection,
                     self.store,
                     self.trees,
-                    self.embedder_for(info.embed_model),
+                    DeferredEmbedder(info.embed_model, info.embed_dim, lambda: self.embedder_for(info.embed_model)),
                     self.summarizer_for(collection),
-                    self.config,
+                    self.requested,
                 )
             return self._live[collection]
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from waypost.hierarchy.tree import DOCUMENT, Tree
+from waypost.hierarchy.tree import Tree
 from waypost.index.set import IndexSet
 from waypost.index.topk import Mask
 
@@ -42,7 +42,7 @@ class TreeArrays:
             np.vstack([n.vector for n in nodes]).astype(np.float32) if nodes else np.zeros((0, dim), np.float32)
         )
         self.children = [[self.row_of[c] for c in n.children if c in self.row_of] for n in nodes]
-        self.single = np.array([len(n.leaves) == 1 and n.kind == DOCUMENT for n in nodes], dtype=bool)
+        self.single = np.array([len(n.leaves) == 1 for n in nodes], dtype=bool)  # the node is its chunk again
         rows = indexes.row_ids
         self.tokens = np.fromiter((max(1, tree.leaf_tokens.get(int(r), 1)) for r in rows), np.int64, len(rows))
         order = np.argsort(rows, kind="stable")

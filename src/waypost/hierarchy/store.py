@@ -10,6 +10,8 @@ import json
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,21 @@ class TreeStore:
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """One transaction on a fresh connection: committed when the block ends, rolled back if it raises."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
     def record(self, collection: str) -> TreeRecord | None:
         conn = self._connect()
         try:
@@ -120,16 +137,13 @@ class TreeStore:
 
     def load(self, collection: str, tree: Tree) -> TreeRecord | None:
         """Fill ``tree`` with the collection's active tree; ``None`` when it has none."""
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN")
+        with self._transaction(write=False) as conn:
             head = conn.execute(
                 "SELECT tree, generation, next_id, nodes_at_build, changed_nodes, leaf_tokens FROM trees"
                 " WHERE collection=? AND active=1",
                 (collection,),
             ).fetchone()
             if head is None:
-                conn.execute("COMMIT")
                 return None
             rows = conn.execute(
                 "SELECT id, layer, kind, document_id, children, leaves, weight, centroid, summary_vector, text,"
@@ -137,9 +151,6 @@ class TreeStore:
                 (collection, head[0]),
             ).fetchall()
             record = self._record(conn, collection)  # in the same read transaction as the nodes
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
         tree.nodes = {
             int(r[0]): TreeNode(
                 id=int(r[0]),
@@ -180,33 +191,24 @@ class TreeStore:
         """Write ``tree`` whole as the collection's new active tree, replacing the old one atomically."""
         name = uuid.uuid4().hex[:16]
         now = time.time()
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "INSERT INTO tree_nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [self._node_row(collection, name, n) for n in tree.nodes.values()],
-                )
-                old = [r[0] for r in conn.execute("SELECT tree FROM trees WHERE collection=?", (collection,))]
-                conn.execute(
-                    "INSERT INTO trees VALUES (?,?,1,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        collection, name, tree.generation, version, tree.summarizer.name,
-                        json.dumps(tree.config.to_dict()), tree.next_id, tree.nodes_at_build,
-                        tree.changed_since_build, self._leaf_tokens(tree),
-                        json.dumps({"seconds": tree.stats.seconds, "layers": tree.layers()}), now, now,
-                    ),
-                )  # fmt: skip
-                for other in old:
-                    conn.execute("DELETE FROM tree_nodes WHERE collection=? AND tree=?", (collection, other))
-                    conn.execute("DELETE FROM trees WHERE collection=? AND tree=?", (collection, other))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        finally:
-            conn.close()
+        with self._transaction(write=True) as conn:
+            conn.executemany(
+                "INSERT INTO tree_nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [self._node_row(collection, name, n) for n in tree.nodes.values()],
+            )
+            old = [r[0] for r in conn.execute("SELECT tree FROM trees WHERE collection=?", (collection,))]
+            conn.execute(
+                "INSERT INTO trees VALUES (?,?,1,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    collection, name, tree.generation, version, tree.summarizer.name,
+                    json.dumps(tree.config.to_dict()), tree.next_id, tree.nodes_at_build,
+                    tree.changed_since_build, self._leaf_tokens(tree),
+                    json.dumps({"seconds": tree.stats.seconds, "layers": tree.layers()}), now, now,
+                ),
+            )  # fmt: skip
+            for other in old:
+                conn.execute("DELETE FROM tree_nodes WHERE collection=? AND tree=?", (collection, other))
+                conn.execute("DELETE FROM trees WHERE collection=? AND tree=?", (collection, other))
         tree.dirty.clear()
         tree.dropped.clear()
         return name
@@ -214,51 +216,36 @@ class TreeStore:
     def save_changes(self, collection: str, name: str, tree: Tree, base_generation: int) -> bool:
         """Write the nodes ``tree`` changed since it was at ``base_generation``. ``False`` (nothing written)
         when the stored tree is no longer at that generation: another process moved it; reload instead."""
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute(
-                    "SELECT generation FROM trees WHERE collection=? AND tree=? AND active=1", (collection, name)
-                ).fetchone()
-                if row is None or int(row[0]) != base_generation:
-                    conn.execute("ROLLBACK")
-                    return False
-                conn.executemany(
-                    "DELETE FROM tree_nodes WHERE collection=? AND tree=? AND id=?",
-                    [(collection, name, i) for i in tree.dropped],
-                )
-                conn.executemany(
-                    "INSERT OR REPLACE INTO tree_nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [self._node_row(collection, name, tree.nodes[i]) for i in tree.dirty if i in tree.nodes],
-                )
-                conn.execute(
-                    "UPDATE trees SET generation=?, next_id=?, changed_nodes=?, leaf_tokens=?, updated_at=?"
-                    " WHERE collection=? AND tree=?",
-                    (
-                        tree.generation, tree.next_id, tree.changed_since_build, self._leaf_tokens(tree),
-                        time.time(), collection, name,
-                    ),
-                )  # fmt: skip
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        finally:
-            conn.close()
+        with self._transaction(write=True) as conn:
+            row = conn.execute(
+                "SELECT generation FROM trees WHERE collection=? AND tree=? AND active=1", (collection, name)
+            ).fetchone()
+            if row is None or int(row[0]) != base_generation:
+                return False  # nothing written: the empty transaction commits
+            conn.executemany(
+                "DELETE FROM tree_nodes WHERE collection=? AND tree=? AND id=?",
+                [(collection, name, i) for i in tree.dropped],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO tree_nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [self._node_row(collection, name, tree.nodes[i]) for i in tree.dirty if i in tree.nodes],
+            )
+            conn.execute(
+                "UPDATE trees SET generation=?, next_id=?, changed_nodes=?, leaf_tokens=?, updated_at=?"
+                " WHERE collection=? AND tree=?",
+                (
+                    tree.generation, tree.next_id, tree.changed_since_build, self._leaf_tokens(tree),
+                    time.time(), collection, name,
+                ),
+            )  # fmt: skip
         tree.dirty.clear()
         tree.dropped.clear()
         return True
 
     def drop(self, collection: str) -> None:
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+        with self._transaction(write=True) as conn:
             conn.execute("DELETE FROM tree_nodes WHERE collection=?", (collection,))
             conn.execute("DELETE FROM trees WHERE collection=?", (collection,))
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
 
     def size_bytes(self, collection: str) -> int:
         """Bytes of node data (vectors, texts and id lists) the collection's trees hold."""

@@ -10,6 +10,11 @@ Why runs inside a document: measured on qmsum's train meetings, clustering a mee
 embedding (with or without a position feature) barely beat flat retrieval, while runs of consecutive
 chunks raised evidence recall by a quarter to a half: a discussion is a run of turns (see the README).
 
+RAPTOR-lite (``TreeConfig(lite=True)``): one summary layer only. A document with several chunks gets a
+node per section (consecutive chunks with the same section path, split where a section's text exceeds
+the summarizer's budget); one-chunk documents are grouped by one clustering pass. Cheaper to build and
+update, with no collection layers above.
+
 Vectors. A node's ``centroid`` is the leaf-weighted mean of its children's (a leaf's is its embedding);
 searches use it normalised. An abstractive summary is embedded too (``summary_vector``), and then the
 dense score is the summary's, as in RAPTOR."""
@@ -31,6 +36,7 @@ from waypost.ingest.chunker import count_tokens
 
 FloatMatrix = npt.NDArray[np.float32]
 RUN = "run"
+SECTION = "section"
 DOCUMENT = "document"
 CLUSTER = "cluster"
 
@@ -45,6 +51,11 @@ class TreeConfig:
     document_subtrees: bool = True  # False: a document's chunks go straight under its document node
     clustering: ClusterConfig = field(default_factory=ClusterConfig)
     drift_threshold: float = 0.3  # share of nodes changed since the build past which a rebuild is advised
+    lite: bool = False  # RAPTOR-lite: chunks under section (or cluster) summaries, one layer
+
+    @property
+    def shape(self) -> str:
+        return "lite" if self.lite else "full"
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "clustering"}
@@ -62,7 +73,7 @@ class TreeConfig:
 class TreeNode:
     id: int
     layer: int
-    kind: str  # run | document | cluster
+    kind: str  # run | section | document | cluster
     document_id: str  # the document for run and document nodes; "" for clusters
     children: list[int]  # child node ids ([] when the children are leaves)
     leaves: list[int]  # leaf row ids covered, in document order for a document's nodes
@@ -88,6 +99,7 @@ class Leaves:
     texts: list[str]
     vectors: FloatMatrix
     language: str = "en"
+    sections: list[tuple[str, ...]] = field(default_factory=list)  # per chunk (empty: not known)
 
     def by_document(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -160,9 +172,12 @@ class Tree:
         self.next_id, self.generation = 1, generation
         self.stats = BuildStats()
         say = progress or (lambda _m: None)
-        documents = self._document_subtrees(leaves, say)
-        self.embed_summaries(list(self.nodes))
-        self._collection_layers(documents, say)
+        if self.config.lite:
+            self._lite_layer(leaves, say)
+        else:
+            documents = self._document_subtrees(leaves, say)
+            self.embed_summaries(list(self.nodes))
+            self._collection_layers(documents, say)
         self.changed_since_build, self.nodes_at_build = 0, len(self.nodes)
         self.stats.nodes_per_layer = self.layers()
 
@@ -208,6 +223,65 @@ class Tree:
         top = level[0]
         top.kind = DOCUMENT
         return top.id
+
+    # -- RAPTOR-lite ------------------------------------------------------------------------------------
+    def _lite_layer(self, leaves: Leaves, say: Progress) -> None:
+        t0 = time.perf_counter()
+        for i, row in enumerate(leaves.row_ids.tolist()):
+            self.leaf_tokens[row] = count_tokens(leaves.texts[i])
+        singles: list[int] = []  # leaf indexes of one-chunk documents
+        for doc, idx in leaves.by_document().items():
+            if len(idx) == 1:
+                singles.append(idx[0])
+            else:
+                self._sections(doc, idx, leaves)
+        self.stats.add("document_subtrees", time.perf_counter() - t0)
+        if len(singles) >= 3:
+            t0 = time.perf_counter()
+            costs = [max(1, self.leaf_tokens[int(leaves.row_ids[i])]) for i in singles]
+            clusters = soft_clusters(
+                leaves.vectors[singles], costs, self.config.cluster_tokens, self.config.clustering, say
+            )
+            self.stats.add("clustering", time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            for members in clusters:
+                self._leaf_node(CLUSTER, "", [singles[m] for m in members], leaves, cluster=0)
+            self.stats.add("summaries", time.perf_counter() - t0)
+        self.embed_summaries(list(self.nodes))
+        say(f"lite layer: {len(self.nodes)} nodes")
+
+    def _sections(self, doc: str, idx: list[int], leaves: Leaves) -> list[int]:
+        """One node per section of a document (consecutive chunks with the same section path), a section
+        past the summarizer's budget split into consecutive parts. Returns the node ids."""
+        groups: list[list[int]] = []
+        for i in idx:
+            section = leaves.sections[i] if leaves.sections else ()
+            size = self.leaf_tokens[int(leaves.row_ids[i])]
+            last = groups[-1] if groups else None
+            if (
+                last is not None
+                and (leaves.sections[last[0]] if leaves.sections else ()) == section
+                and sum(self.leaf_tokens[int(leaves.row_ids[j])] for j in last) + size <= self.config.cluster_tokens
+            ):
+                last.append(i)
+            else:
+                groups.append([i])
+        kind = DOCUMENT if len(groups) == 1 else SECTION
+        return [self._leaf_node(kind, doc, g, leaves).id for g in groups]
+
+    def _leaf_node(self, kind: str, doc: str, idx: list[int], leaves: Leaves, cluster: int = -1) -> TreeNode:
+        node = self._new(
+            layer=1,
+            kind=kind,
+            document_id=doc,
+            children=[],
+            leaves=[int(leaves.row_ids[i]) for i in idx],
+            weight=float(len(idx)),
+            centroid=leaves.vectors[idx].mean(axis=0).astype(np.float32),
+            cluster=cluster,
+        )
+        node.text = self.summarizer.summarize([leaves.texts[i] for i in idx], self.config.summary_tokens)
+        return node
 
     def _parent(self, kind: str, doc: str, children: Sequence[TreeNode], cluster: int = -1) -> TreeNode:
         weight = float(sum(c.weight for c in children))
@@ -279,6 +353,9 @@ class Tree:
             self.leaf_tokens[row] = count_tokens(added.texts[i])
         created: set[int] = set()
         for doc, idx in added.by_document().items():
+            if self.config.lite:
+                touched |= self._lite_add(doc, idx, added, created)
+                continue
             before = self.next_id
             top = self._document(doc, idx, added)
             created.update(range(before, self.next_id))
@@ -291,6 +368,22 @@ class Tree:
         self.generation = generation
         self.changed_since_build += len(touched)
         return touched
+
+    def _lite_add(self, doc: str, idx: list[int], added: Leaves, created: set[int]) -> set[int]:
+        """A lite tree's new document: its sections, or (one chunk) a place in the nearest cluster."""
+        if len(idx) > 1:
+            made = self._sections(doc, idx, added)
+            created.update(made)
+            return set(made)
+        vector = added.vectors[idx[0]]
+        home = self._nearest_cluster(vector / max(float(np.linalg.norm(vector)), 1e-12), exclude=created)
+        if home is None:
+            return set()  # no cluster yet: the chunk stands alone, as a leaf
+        node = self.nodes[home]
+        node.centroid = ((node.centroid * node.weight + vector) / (node.weight + 1)).astype(np.float32)
+        node.weight += 1
+        node.leaves.append(int(added.row_ids[idx[0]]))
+        return {home}
 
     def _drop_empty(self, touched: set[int]) -> None:
         while True:

@@ -504,6 +504,7 @@ class SQLiteStore:
             emb = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), dim)
         else:
             emb = np.zeros((0, dim), dtype=np.float32)
+        sections = [json.loads(r[3]) for r in rows]
         meta_cache: dict[str, dict[str, object]] = {}
         bodies: dict[str, list[str]] = {}
         doc_languages: dict[str, str] = {}
@@ -520,7 +521,7 @@ class SQLiteStore:
             version=version,
             row_ids=row_ids,
             document_ids=[r[1] for r in rows],
-            index_texts=[index_text(r[5], json.loads(r[3]), r[2]) for r in rows],
+            index_texts=[index_text(r[5], section, r[2]) for r, section in zip(rows, sections, strict=True)],
             embeddings=emb,
             metadata=metadata,
             document_texts=["\n".join(parts) for parts in bodies.values()],
@@ -528,6 +529,7 @@ class SQLiteStore:
             titles={r[1]: r[5] for r in rows},
             languages=[str(r[7]) for r in rows],
             document_languages=list(doc_languages.values()),
+            sections=[tuple(section) for section in sections],
         )
 
     def close(self) -> None:
