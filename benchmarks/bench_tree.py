@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from waypost.engine import Engine, EngineConfig
-from waypost.evaluation.beir import BeirDataset, load_beir
+from waypost.evaluation.beir import BeirDataset, load_beir, load_corpus
 from waypost.evaluation.metrics import percentile, recall_at
 from waypost.evaluation.runner import COLLECTION, default_cache_dir, eval_store_dir, prepare, ranked_documents
 from waypost.types import Document
@@ -59,7 +59,7 @@ def store_bytes(engine: Engine) -> int:
 def build(data: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("2wiki-corpus", "qmsum"):
-        dataset = load_beir(data / name)
+        dataset = load_corpus(data / name)
         engine = bench_store(dataset)
         try:
             live = engine.collection(COLLECTION).tree()
@@ -94,7 +94,7 @@ def _meeting(data: Path) -> Document:
 
 
 def incremental(data: Path) -> dict[str, Any]:
-    engine = bench_store(load_beir(data / "2wiki-corpus"))
+    engine = bench_store(load_corpus(data / "2wiki-corpus"))
     try:
         coll = engine.collection(COLLECTION)
         live = coll.tree()
@@ -118,7 +118,7 @@ def incremental(data: Path) -> dict[str, Any]:
 
 
 def latency(data: Path, rounds: int = 3, queries: int = 200) -> dict[str, Any]:
-    dataset = load_beir(data / "2wiki-corpus")
+    dataset = load_corpus(data / "2wiki-corpus")
     engine = bench_store(dataset)
     try:
         coll = engine.collection(COLLECTION)

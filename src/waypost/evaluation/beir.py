@@ -73,6 +73,14 @@ class BeirDataset:
             return sum(1 for line in fh if line.strip())
 
 
+def load_corpus(root: str | Path) -> BeirDataset:
+    """A corpus-only set (no queries or qrels), for build and scale workloads."""
+    root = Path(root)
+    if not (root / "corpus.jsonl").exists():
+        raise WaypostError(f"{root} holds no corpus.jsonl")
+    return BeirDataset(root, [], {})
+
+
 def load_beir(root: str | Path, split: str = "test") -> BeirDataset:
     root = Path(root)
     qrels_path = root / "qrels" / f"{split}.tsv"
