@@ -940,7 +940,9 @@ def test_cli(tmp_path: Path, minilm: Embedder) -> None:
     assert hits and hits[0]["document_id"] == "meeting-budget" and hits[0]["strategy"] == "raptor-collapsed"
     tokens = [count_tokens(h["text"]) for h in hits]
     assert sum(tokens[:-1]) < 100 and "of 100 budget tokens" in " ".join(json.loads(query.stdout)["explain"]["notes"])
-    lite, wrong = waypost_all(("tree", "rebuild", *where, "--shape", "lite"), ("tree", "build", *where, "--shape", "flat"))
+    lite, wrong = waypost_all(
+        ("tree", "rebuild", *where, "--shape", "lite"), ("tree", "build", *where, "--shape", "flat")
+    )
     assert lite.returncode == 0, lite.stderr
     assert "shape lite" in lite.stdout and re.search(r"layers \{1: \d+\}\n", lite.stdout), lite.stdout
     assert wrong.returncode == 2 and "must be full or lite" in wrong.stderr, wrong.stderr
