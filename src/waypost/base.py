@@ -146,6 +146,10 @@ class DocumentStore(Protocol):
 
     def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]: ...
 
+    def row_ids_of(self, collection: str, chunks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Row ids of chunks given as (document id, chunk index); chunks that no longer exist are left out."""
+        ...
+
     def snapshot(self, collection: str) -> ChunkSnapshot: ...
 
     # -- the change log: how derived structures catch up without re-reading the collection --------

@@ -20,6 +20,7 @@ from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter, parse_filter, parse_filter_json
 from waypost.hierarchy.tree import TreeConfig
+from waypost.post.passages import PassageConfig, PassagePolicy
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
@@ -53,6 +54,21 @@ ParamOpt = Annotated[
         "--param", "-p", help="A strategy parameter as name=value, e.g. budget=1000 (see: waypost strategies)."
     ),
 ]
+PassagesOpt = Annotated[
+    str | None,
+    typer.Option(help="Return passages: grow (follow relevance), auto-merge (parent sections) or small-to-big."),
+]
+PassageTokensOpt = Annotated[int, typer.Option(min=1, help="Longest passage, in tokens (with --passages).")]
+
+
+def _passages(policy: str | None, tokens: int) -> PassageConfig | None:
+    if policy is None:
+        return None
+    try:
+        return PassageConfig(PassagePolicy(policy), tokens)
+    except ValueError:
+        _fail(f"--passages must be one of {', '.join(p.value for p in PassagePolicy)}, not {policy!r}")
+        raise
 
 
 def _existing(store: Path) -> Path:
@@ -166,6 +182,8 @@ def query(
     llm: LlmOpt = "none",
     llm_filters: LlmFiltersOpt = False,
     param: ParamOpt = [],  # noqa: B006
+    passages: PassagesOpt = None,
+    passage_tokens: PassageTokensOpt = PassageConfig.tokens,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query."""
@@ -177,7 +195,12 @@ def query(
     )
     with Engine(_existing(store), config) as engine:
         result = engine.collection(collection).retrieve(
-            text, strategy, k=k, filters=_filters(where, where_json), params=split_assignments(param)
+            text,
+            strategy,
+            k=k,
+            filters=_filters(where, where_json),
+            params=split_assignments(param),
+            passages=_passages(passages, passage_tokens),
         )
     if as_json:
         payload = {
@@ -385,6 +408,8 @@ def eval_(
     ] = None,
     by: Annotated[str | None, typer.Option(help="Also report metrics per value of this query metadata field.")] = None,
     param: ParamOpt = [],  # noqa: B006
+    passages: PassagesOpt = None,
+    passage_tokens: PassageTokensOpt = PassageConfig.tokens,
     tree_shape: Annotated[
         str, typer.Option(help="Tree strategies: full (RAPTOR layers) or lite (one summary layer).")
     ] = "full",
@@ -415,6 +440,7 @@ def eval_(
         scope=scope,
         by=by,
         params=split_assignments(param),
+        passages=_passages(passages, passage_tokens),
     )
     if as_json:
         print(json.dumps(report.to_dict()))

@@ -23,6 +23,7 @@ from waypost.ingest.chunker import Chunker
 from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
 from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
+from waypost.post.passages import PassageAssembler, PassageConfig
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
@@ -281,8 +282,10 @@ class Collection:
         filters: Filter | None = None,
         fusion: FusionConfig | None = None,
         params: Mapping[str, object] | None = None,
+        passages: PassageConfig | None = None,
     ) -> RetrievalResult:
-        """``params``: the strategy's own parameters (see ``waypost strategies``), e.g. ``{"budget": 1000}``."""
+        """``params``: the strategy's own parameters (see ``waypost strategies``), e.g. ``{"budget": 1000}``;
+        ``passages``: assemble the hits into passages (``PassageConfig()``: grow, 512 tokens)."""
         if not query.strip():
             raise WaypostError("the query is empty")
         if k < 1:
@@ -292,8 +295,12 @@ class Collection:
         if strategy == "metadata" and self.engine.config.llm_filters:
             from waypost.retrieval.metadata import MetadataRetriever
 
-            return MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
-        return make_retriever(strategy, ctx, fusion, params).retrieve(query, k, filters)
+            result = MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
+        else:
+            result = make_retriever(strategy, ctx, fusion, params).retrieve(query, k, filters)
+        if passages is not None:
+            result = PassageAssembler(ctx, passages).assemble(query, result)
+        return result
 
 
 def check_language(language: str) -> str:

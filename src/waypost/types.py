@@ -84,6 +84,20 @@ class NodeRef:
 
 
 @dataclass(frozen=True)
+class PassageRef:
+    """How a passage hit was assembled: the chunks it joins, around which anchor, by which policy."""
+
+    policy: str  # grow | auto-merge | small-to-big
+    chunk_ids: tuple[str, ...]
+    anchor: str  # the chunk id it grew from (the best retrieved chunk inside it)
+    anchor_score: float
+    coherence: float  # mean relevance of its chunks relative to the anchor's (1: all as relevant)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "chunk_ids": list(self.chunk_ids)}
+
+
+@dataclass(frozen=True)
 class Hit:
     chunk: Chunk
     score: float
@@ -91,6 +105,7 @@ class Hit:
     provenance: Provenance
     metadata: Metadata = field(default_factory=dict)
     node: NodeRef | None = None  # set by tree strategies: the summary node this chunk was reached through
+    passage: PassageRef | None = None  # set when the hit is an assembled passage (its chunk spans several)
 
     @property
     def document_id(self) -> str:
@@ -110,6 +125,7 @@ class Hit:
             "stage_scores": self.provenance.stage_scores,
             "metadata": self.metadata,
             "node": self.node.to_dict() if self.node is not None else None,
+            "passage": self.passage.to_dict() if self.passage is not None else None,
         }
 
 

@@ -23,6 +23,7 @@ from waypost.evaluation.metrics import (
 )
 from waypost.filters.model import Condition, Op
 from waypost.index.metadata import MetadataLookup
+from waypost.post.passages import PassageConfig
 from waypost.progress import track
 from waypost.types import Hit
 
@@ -98,11 +99,12 @@ def ranked_documents(
     depth: int,
     filters: Condition | None = None,
     params: Mapping[str, object] | None = None,
+    passages: PassageConfig | None = None,
 ) -> list[str]:
     """The top ``depth`` distinct documents; asks for more chunks while long documents crowd the list."""
     chunks = depth * 3
     while True:
-        result = collection.retrieve(query, strategy, k=chunks, filters=filters, params=params)
+        result = collection.retrieve(query, strategy, k=chunks, filters=filters, params=params, passages=passages)
         ranked = result.document_ids()
         if len(ranked) >= depth or len(result.hits) < chunks:
             return ranked[:depth]
@@ -122,6 +124,7 @@ def run_eval(
     scope: str | None = None,
     by: str | None = None,
     params: Mapping[str, object] | None = None,
+    passages: PassageConfig | None = None,
 ) -> EvalReport:
     """``scope``: restrict each query to documents whose metadata field equals the query's; ``by``:
     also report every metric per value of a query metadata field."""
@@ -148,7 +151,7 @@ def run_eval(
         for q in track(queries, show_progress, f"{strategy} queries"):
             flt = scope_filter(q, scope)
             t0 = time.perf_counter()
-            ranked = ranked_documents(collection, q.text, strategy, depth, flt, params)
+            ranked = ranked_documents(collection, q.text, strategy, depth, flt, params, passages)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             gold = dataset.qrels.get(q.id, {})
             scores = {
@@ -162,7 +165,9 @@ def run_eval(
                 "p@10": precision_at(ranked, gold, 10),
             }
             if dataset.spans:
-                hits = collection.retrieve(q.text, strategy, k=SPAN_DEPTH, filters=flt, params=params).hits
+                hits = collection.retrieve(
+                    q.text, strategy, k=SPAN_DEPTH, filters=flt, params=params, passages=passages
+                ).hits
                 scores.update(evidence_metrics(hits, dataset.spans.get(q.id, [])))
             for name, value in scores.items():
                 per_query.setdefault(name, []).append(value)

@@ -239,6 +239,27 @@ class IndexSet:
         segment = self.segments[i]
         return segment.document_ids[int(segment.chunk_doc[position - self.offsets[i]])]
 
+    def positions_of(self, row_ids: Sequence[int]) -> dict[int, int]:
+        """Live positions of the given store rows (each segment's rows ascend, so a binary search finds them)."""
+        out: dict[int, int] = {}
+        wanted = np.asarray(sorted(set(int(r) for r in row_ids)), dtype=np.int64)
+        for segment, offset in zip(self.segments, self.offsets, strict=True):
+            rows = np.asarray(segment.row_ids)
+            at = np.minimum(np.searchsorted(rows, wanted), max(0, len(rows) - 1))
+            for row, i in zip(wanted.tolist(), at.tolist(), strict=True):
+                if len(rows) and rows[i] == row and (self.live is None or self.live[offset + i]):
+                    out[row] = offset + i
+        return out
+
+    def document_positions(self, position: int) -> IntArray:
+        """Live positions of the document holding ``position``, in chunk order (a document's chunks are
+        consecutive rows of one segment)."""
+        i = int(np.searchsorted(self.offsets, position, side="right")) - 1
+        segment = self.segments[i]
+        local = segment.doc_chunks(int(segment.chunk_doc[position - self.offsets[i]]))
+        out = np.sort(local) + self.offsets[i]
+        return out if self.live is None else out[self.live[out]]
+
     @property
     def document_ids(self) -> list[str]:
         """Document id per position (a list as long as the collection; for tools, not the query path)."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from waypost.base import DocumentStore, Embedder
+from waypost.base import DocumentStore, Embedder, FloatMatrix
 from waypost.embeddings.coverage import CoverageBook
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter
@@ -31,6 +31,13 @@ class SearchContext:
     store: DocumentStore
     coverage: CoverageBook | None = None
     tree: LiveTree | None = None  # the collection's RAPTOR tree, for hierarchical strategies
+    _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
+
+    def query_vector(self, query: str) -> FloatMatrix:
+        """The query's embedding, computed once per context (a strategy and its post stages share it)."""
+        if self._query_vector is None or self._query_vector[0] != query:
+            self._query_vector = (query, self.embedder.embed_query(query))
+        return self._query_vector[1]
 
     def tree_arrays(self, timer: Timer) -> TreeArrays:
         """The tree over this context's indexes, current with the store (built on first use)."""

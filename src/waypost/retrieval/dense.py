@@ -17,7 +17,7 @@ class DenseRetriever:
         timer = Timer()
         mask = self.ctx.prefilter(filters, timer)
         with timer.stage("embed_query"):
-            qvec = self.ctx.embedder.embed_query(query)
+            qvec = self.ctx.query_vector(query)
         with timer.stage("dense_search"):
             positions, scores = self.ctx.indexes.dense.search(qvec, k, mask, filtered=filters is not None)
         with timer.stage("fetch"):

@@ -16,7 +16,7 @@ def hybrid_search(
 ) -> tuple[Positions, Scores, dict[str, dict[int, tuple[int, float]]]]:
     depth = max(k, config.depth)
     with timer.stage("embed_query"):
-        qvec = ctx.embedder.embed_query(query)
+        qvec = ctx.query_vector(query)
     with timer.stage("dense_search"):
         dense_all = ctx.indexes.dense.scores(qvec)
         d_pos, d_scores = top_k(dense_all, depth, mask)

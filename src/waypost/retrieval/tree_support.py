@@ -34,7 +34,7 @@ def score_tree(
     mask = ctx.prefilter(filters, timer)
     leaf_mask = np.ones(len(ctx.indexes), dtype=bool) if mask is None else mask
     with timer.stage("embed_query"):
-        qvec = ctx.embedder.embed_query(query)
+        qvec = ctx.query_vector(query)
     with timer.stage("leaf_scores"):
         dense = ctx.indexes.dense.scores(qvec).astype(np.float64)
         lexical = ctx.indexes.bm25.scores(query)

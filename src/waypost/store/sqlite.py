@@ -448,6 +448,16 @@ class SQLiteStore:
         for row in rows:
             yield self._document(row)
 
+    def row_ids_of(self, collection: str, chunks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        out: dict[tuple[str, int], int] = {}
+        for doc, idx in dict.fromkeys(chunks):
+            row = self._conn.execute(
+                "SELECT row_id FROM chunks WHERE collection=? AND document_id=? AND idx=?", (collection, doc, idx)
+            ).fetchone()
+            if row is not None:
+                out[(doc, idx)] = int(row[0])
+        return out
+
     def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]:
         if not row_ids:
             return []

@@ -1,0 +1,1 @@
+"""After retrieval: the evidence graph (document, section, chunk) and passage assembly."""

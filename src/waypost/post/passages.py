@@ -1,0 +1,255 @@
+"""Passage assembly: a ranked list of chunks becomes a list of coherent passages, with one of three policies.
+
+- grow: anchored on each retrieved chunk in rank order, take the neighbour (same section) that is more
+  relevant to the query, as long as it is at least ``keep`` times as relevant as the anchor and the
+  passage stays within ``tokens``;
+- auto-merge: retrieved chunks of one section become one passage: the whole section when it fits in
+  ``tokens``, else the stretch from the first to the last of them when that fits;
+- small-to-big: each retrieved chunk is widened to ``window`` neighbours on each side (same section).
+
+Overlapping passages of one document are merged. A passage is a hit whose chunk is the exact span it
+covers (so answers cite it and evaluation measures it like any hit), with ``hit.passage`` saying how it
+was made."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from waypost.errors import WaypostError
+from waypost.post.evidence import EvidenceGraph
+from waypost.retrieval.context import SearchContext
+from waypost.types import Chunk, Hit, PassageRef, RetrievalResult
+
+
+class PassagePolicy(StrEnum):
+    GROW = "grow"
+    AUTO_MERGE = "auto-merge"
+    SMALL_TO_BIG = "small-to-big"
+
+
+@dataclass(frozen=True)
+class PassageConfig:
+    policy: PassagePolicy = PassagePolicy.GROW
+    tokens: int = 1024  # the longest passage (qmsum train: 512 gave 0.468, 768 0.501, 1024 0.535)
+    keep: float = 0.3  # grow: a neighbour joins while this relevant relative to the anchor (train: .1-.7 within .008)
+    window: int = 1  # small-to-big: neighbours taken on each side
+    alpha: float = 0.4  # dense share of the relevance that growth follows (hybrid's default)
+
+    def check(self) -> None:
+        if self.tokens < 1:
+            raise WaypostError("passage tokens must be positive")
+        if not 0.0 <= self.keep <= 1.0:
+            raise WaypostError("passage keep must be between 0 and 1")
+        if self.window < 0:
+            raise WaypostError("passage window must be zero or more")
+
+
+def relevance(ctx: SearchContext, query: str) -> npt.NDArray[np.float64]:
+    """Each position's relevance to the query in [0, 1]: dense and BM25, each scaled by its maximum."""
+    dense = ctx.indexes.dense.scores(ctx.query_vector(query)).astype(np.float64)
+    lexical = ctx.indexes.bm25.scores(query).astype(np.float64)
+    _language, weight, _note = ctx.dense_weight(query)
+    alpha = 0.4 * weight
+
+    def scaled(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        top = float(values.max()) if values.size else 0.0
+        return np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
+
+    out: npt.NDArray[np.float64] = alpha * scaled(dense) + (1 - alpha) * scaled(lexical)
+    return out
+
+
+@dataclass
+class _Draft:
+    document_id: str
+    positions: list[int]  # in chunk order
+    anchor: int
+    score: float
+    source: Hit
+
+
+class PassageAssembler:
+    def __init__(self, ctx: SearchContext, config: PassageConfig | None = None) -> None:
+        self.ctx = ctx
+        self.config = config or PassageConfig()
+        self.config.check()
+        self.graph = EvidenceGraph(ctx.collection, ctx.indexes, ctx.store)
+        self._documents: dict[str, str] = {}  # document texts read for multi-chunk spans
+
+    def assemble(self, query: str, result: RetrievalResult, k: int | None = None) -> RetrievalResult:
+        t0 = time.perf_counter()
+        cfg = self.config
+        anchors = self._positions(result.hits)
+        scores = relevance(self.ctx, query) if cfg.policy is PassagePolicy.GROW else None
+        drafts: list[_Draft] = []
+        covered: set[int] = set()
+        if cfg.policy is PassagePolicy.AUTO_MERGE:
+            drafts = self._auto_merge(anchors)
+        else:
+            for hit, pos in anchors:
+                if pos is None:
+                    drafts.append(_Draft(hit.document_id, [], -1, hit.score, hit))  # not live: kept as it was
+                    continue
+                if pos in covered:
+                    continue
+                grown = self._grow(pos, scores) if scores is not None else self._window(pos)
+                covered.update(grown)
+                drafts.append(_Draft(hit.document_id, grown, pos, hit.score, hit))
+        hits = self._merge(drafts, scores)
+        if k is not None:
+            hits = hits[:k]
+        explanation = result.explanation
+        explanation.timings_ms["passages"] = (time.perf_counter() - t0) * 1000
+        explanation.notes.append(
+            f"passages: {cfg.policy.value}, {len(result.hits)} chunks -> {len(hits)} passages, at most {cfg.tokens} "
+            "tokens each" + (f", keep={cfg.keep}" if cfg.policy is PassagePolicy.GROW else "")
+            + (f", window={cfg.window}" if cfg.policy is PassagePolicy.SMALL_TO_BIG else "")
+        )  # fmt: skip
+        return RetrievalResult(hits, explanation)
+
+    # -- anchors ----------------------------------------------------------------------------------------
+    def _positions(self, hits: list[Hit]) -> list[tuple[Hit, int | None]]:
+        keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
+        rows = self.ctx.store.row_ids_of(self.ctx.collection, keys)
+        positions = self.ctx.indexes.positions_of(list(rows.values()))
+        return [(h, positions.get(rows.get(key, -1))) for h, key in zip(hits, keys, strict=True)]
+
+    # -- policies ---------------------------------------------------------------------------------------
+    def _grow(self, anchor: int, scores: npt.NDArray[np.float64]) -> list[int]:
+        section = self.graph.get_parent(anchor)
+        if section is None:
+            return [anchor]
+        order = section.positions
+        lo = hi = order.index(anchor)
+        used = self.graph.tokens([anchor])
+        floor = self.config.keep * float(scores[anchor])
+        while True:
+            options = [i for i in (lo - 1, hi + 1) if 0 <= i < len(order)]
+            options = [i for i in options if float(scores[order[i]]) >= floor]
+            options = [i for i in options if used + self.graph.tokens([order[i]]) <= self.config.tokens]
+            if not options:
+                break
+            best = max(options, key=lambda i: float(scores[order[i]]))
+            used += self.graph.tokens([order[best]])
+            lo, hi = min(lo, best), max(hi, best)
+        return list(order[lo : hi + 1])
+
+    def _window(self, anchor: int) -> list[int]:
+        section = self.graph.get_parent(anchor)
+        if section is None:
+            return [anchor]
+        order = section.positions
+        at = order.index(anchor)
+        lo, hi = max(0, at - self.config.window), min(len(order) - 1, at + self.config.window)
+        while hi > lo and self.graph.tokens(order[lo : hi + 1]) > self.config.tokens:  # shrink to fit
+            if hi - at >= at - lo:
+                hi -= 1
+            else:
+                lo += 1
+        return list(order[lo : hi + 1])
+
+    def _auto_merge(self, anchors: list[tuple[Hit, int | None]]) -> list[_Draft]:
+        groups: dict[tuple[str, tuple[str, ...]], list[tuple[Hit, int]]] = {}
+        drafts: list[_Draft] = []
+        first_rank: dict[tuple[str, tuple[str, ...]], int] = {}
+        for rank, (hit, pos) in enumerate(anchors):
+            section = self.graph.get_parent(pos) if pos is not None else None
+            if pos is None or section is None:
+                drafts.append(_Draft(hit.document_id, [], -1, hit.score, hit))
+                continue
+            key = (section.document_id, section.path)
+            groups.setdefault(key, []).append((hit, pos))
+            first_rank.setdefault(key, rank)
+        for key, members in groups.items():
+            best_hit, best_pos = members[0]
+            section = self.graph.get_parent(best_pos)
+            assert section is not None
+            order = section.positions
+            if len(members) == 1:
+                drafts.append(_Draft(key[0], [best_pos], best_pos, best_hit.score, best_hit))
+                continue
+            if self.graph.tokens(order) <= self.config.tokens:
+                drafts.append(_Draft(key[0], list(order), best_pos, best_hit.score, best_hit))
+                continue
+            # the parent does not fit: join the members that fit together, best first, into stretches
+            taken: list[list[int]] = []
+            for hit, pos in members:
+                at = order.index(pos)
+                for stretch in taken:
+                    lo, hi = min(stretch[0], at), max(stretch[-1], at)
+                    if self.graph.tokens(order[lo : hi + 1]) <= self.config.tokens:
+                        stretch[:] = list(range(lo, hi + 1))
+                        break
+                else:
+                    taken.append([at])
+                    drafts.append(_Draft(key[0], [], pos, hit.score, hit))
+                    drafts[-1].positions = []  # filled below
+                    drafts[-1].anchor = pos
+            # attach the stretches to their drafts (in the order they were opened)
+            opened = [d for d in drafts if d.document_id == key[0] and not d.positions and d.anchor >= 0]
+            for draft, stretch in zip(opened, taken, strict=True):
+                draft.positions = [order[i] for i in stretch]
+        drafts.sort(key=lambda d: -d.score)
+        return drafts
+
+    # -- output -----------------------------------------------------------------------------------------
+    def _merge(self, drafts: list[_Draft], scores: npt.NDArray[np.float64] | None) -> list[Hit]:
+        """Passages in anchor order; one overlapping or touching an earlier passage of its document joins it
+        when the two fit together."""
+        kept: list[_Draft] = []
+        for d in drafts:
+            if not d.positions:
+                kept.append(d)
+                continue
+            for other in kept:
+                if other.document_id != d.document_id or not other.positions:
+                    continue
+                if set(other.positions) & set(d.positions):
+                    union = sorted(set(other.positions) | set(d.positions), key=self._chunk_index)
+                    if self.graph.tokens(union) <= self.config.tokens or set(d.positions) <= set(other.positions):
+                        other.positions = union
+                        break
+            else:
+                kept.append(d)
+        return [self._hit(d, scores) for d in kept]
+
+    def _chunk_index(self, position: int) -> int:
+        stored = self.graph.chunk(position)
+        return stored.chunk.index if stored is not None else 0
+
+    def _hit(self, draft: _Draft, scores: npt.NDArray[np.float64] | None) -> Hit:
+        if not draft.positions:
+            return draft.source
+        chunks = [self.graph.chunk(p) for p in draft.positions]
+        stored = [c for c in chunks if c is not None]
+        stored.sort(key=lambda s: s.chunk.index)
+        first, last = stored[0].chunk, stored[-1].chunk
+        text = self._span_text(first.document_id, first.start, last.end, [s.chunk for s in stored])
+        span = Chunk(
+            first.document_id, first.index, text, first.start, last.end,
+            sum(s.chunk.token_count for s in stored), first.section, first.language,
+        )  # fmt: skip
+        anchor = self.graph.chunk(draft.anchor)
+        anchor_id = anchor.chunk.id if anchor is not None else draft.source.chunk.id
+        if scores is not None and scores[draft.anchor] > 0:
+            rel = [float(scores[p]) / float(scores[draft.anchor]) for p in draft.positions]
+            coherence = round(min(1.0, sum(rel) / len(rel)), 4)
+        else:
+            coherence = 1.0
+        ref = PassageRef(self.config.policy.value, tuple(s.chunk.id for s in stored), anchor_id, draft.score, coherence)
+        return replace(draft.source, chunk=span, passage=ref)
+
+    def _span_text(self, document_id: str, start: int, end: int, chunks: list[Chunk]) -> str:
+        """The document's own text over the span (what lies between chunks included), so it is exact."""
+        if len(chunks) == 1:
+            return chunks[0].text
+        if document_id not in self._documents:
+            found = self.ctx.store.get_document(self.ctx.collection, document_id)
+            self._documents[document_id] = found.text if found is not None else ""
+        text = self._documents[document_id]
+        return text[start:end] if text else " ".join(c.text for c in chunks)
