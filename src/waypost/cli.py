@@ -59,13 +59,17 @@ PassagesOpt = Annotated[
     typer.Option(help="Return passages: grow (follow relevance), auto-merge (parent sections) or small-to-big."),
 ]
 PassageTokensOpt = Annotated[int, typer.Option(min=1, help="Longest passage, in tokens (with --passages).")]
+PassageKeepOpt = Annotated[
+    float, typer.Option(min=0.0, max=1.0, help="grow: a neighbour joins while this relevant relative to the anchor.")
+]
+PassageWindowOpt = Annotated[int, typer.Option(min=0, help="small-to-big: neighbours taken on each side.")]
 
 
-def _passages(policy: str | None, tokens: int) -> PassageConfig | None:
+def _passages(policy: str | None, tokens: int, keep: float, window: int) -> PassageConfig | None:
     if policy is None:
         return None
     try:
-        return PassageConfig(PassagePolicy(policy), tokens)
+        return PassageConfig(PassagePolicy(policy), tokens, keep, window)
     except ValueError:
         _fail(f"--passages must be one of {', '.join(p.value for p in PassagePolicy)}, not {policy!r}")
         raise
@@ -184,6 +188,8 @@ def query(
     param: ParamOpt = [],  # noqa: B006
     passages: PassagesOpt = None,
     passage_tokens: PassageTokensOpt = PassageConfig.tokens,
+    passage_keep: PassageKeepOpt = PassageConfig.keep,
+    passage_window: PassageWindowOpt = PassageConfig.window,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query."""
@@ -200,7 +206,7 @@ def query(
             k=k,
             filters=_filters(where, where_json),
             params=split_assignments(param),
-            passages=_passages(passages, passage_tokens),
+            passages=_passages(passages, passage_tokens, passage_keep, passage_window),
         )
     if as_json:
         payload = {
@@ -410,6 +416,8 @@ def eval_(
     param: ParamOpt = [],  # noqa: B006
     passages: PassagesOpt = None,
     passage_tokens: PassageTokensOpt = PassageConfig.tokens,
+    passage_keep: PassageKeepOpt = PassageConfig.keep,
+    passage_window: PassageWindowOpt = PassageConfig.window,
     tree_shape: Annotated[
         str, typer.Option(help="Tree strategies: full (RAPTOR layers) or lite (one summary layer).")
     ] = "full",
@@ -440,7 +448,7 @@ def eval_(
         scope=scope,
         by=by,
         params=split_assignments(param),
-        passages=_passages(passages, passage_tokens),
+        passages=_passages(passages, passage_tokens, passage_keep, passage_window),
     )
     if as_json:
         print(json.dumps(report.to_dict()))

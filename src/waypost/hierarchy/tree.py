@@ -254,18 +254,17 @@ class Tree:
         """One node per section of a document (consecutive chunks with the same section path), a section
         past the summarizer's budget split into consecutive parts. Returns the node ids."""
         groups: list[list[int]] = []
+        current: tuple[str, ...] | None = None
+        used = 0
         for i in idx:
             section = leaves.sections[i] if leaves.sections else ()
             size = self.leaf_tokens[int(leaves.row_ids[i])]
-            last = groups[-1] if groups else None
-            if (
-                last is not None
-                and (leaves.sections[last[0]] if leaves.sections else ()) == section
-                and sum(self.leaf_tokens[int(leaves.row_ids[j])] for j in last) + size <= self.config.cluster_tokens
-            ):
-                last.append(i)
+            if groups and section == current and used + size <= self.config.cluster_tokens:
+                groups[-1].append(i)
+                used += size
             else:
                 groups.append([i])
+                current, used = section, size
         kind = DOCUMENT if len(groups) == 1 else SECTION
         return [self._leaf_node(kind, doc, g, leaves).id for g in groups]
 

@@ -49,12 +49,13 @@ class PassageConfig:
             raise WaypostError("passage window must be zero or more")
 
 
-def relevance(ctx: SearchContext, query: str) -> npt.NDArray[np.float64]:
-    """Each position's relevance to the query in [0, 1]: dense and BM25, each scaled by its maximum."""
+def relevance(ctx: SearchContext, query: str, dense_share: float) -> npt.NDArray[np.float64]:
+    """Each position's relevance to the query in [0, 1]: dense and BM25, each scaled by its maximum and
+    blended with ``dense_share`` (scaled down where the embedder covers the query's language poorly)."""
     dense = ctx.indexes.dense.scores(ctx.query_vector(query)).astype(np.float64)
     lexical = ctx.indexes.bm25.scores(query).astype(np.float64)
     _language, weight, _note = ctx.dense_weight(query)
-    alpha = 0.4 * weight
+    alpha = dense_share * weight
 
     def scaled(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         top = float(values.max()) if values.size else 0.0
@@ -85,7 +86,7 @@ class PassageAssembler:
         t0 = time.perf_counter()
         cfg = self.config
         anchors = self._positions(result.hits)
-        scores = relevance(self.ctx, query) if cfg.policy is PassagePolicy.GROW else None
+        scores = relevance(self.ctx, query, cfg.alpha) if cfg.policy is PassagePolicy.GROW else None
         drafts: list[_Draft] = []
         covered: set[int] = set()
         if cfg.policy is PassagePolicy.AUTO_MERGE:
@@ -154,46 +155,37 @@ class PassageAssembler:
         return list(order[lo : hi + 1])
 
     def _auto_merge(self, anchors: list[tuple[Hit, int | None]]) -> list[_Draft]:
-        groups: dict[tuple[str, tuple[str, ...]], list[tuple[Hit, int]]] = {}
+        """Retrieved chunks grouped by section: the section whole when it fits, else stretches from the
+        first to the last member that fit, opened by the best member not yet inside one."""
         drafts: list[_Draft] = []
-        first_rank: dict[tuple[str, tuple[str, ...]], int] = {}
-        for rank, (hit, pos) in enumerate(anchors):
+        groups: dict[tuple[str, tuple[str, ...]], list[tuple[Hit, int]]] = {}
+        for hit, pos in anchors:
             section = self.graph.get_parent(pos) if pos is not None else None
             if pos is None or section is None:
-                drafts.append(_Draft(hit.document_id, [], -1, hit.score, hit))
-                continue
-            key = (section.document_id, section.path)
-            groups.setdefault(key, []).append((hit, pos))
-            first_rank.setdefault(key, rank)
-        for key, members in groups.items():
-            best_hit, best_pos = members[0]
-            section = self.graph.get_parent(best_pos)
+                drafts.append(_Draft(hit.document_id, [], -1, hit.score, hit))  # not live: kept as it was
+            else:
+                groups.setdefault((section.document_id, section.path), []).append((hit, pos))
+        for (document_id, _path), members in groups.items():
+            section = self.graph.get_parent(members[0][1])
             assert section is not None
-            order = section.positions
-            if len(members) == 1:
-                drafts.append(_Draft(key[0], [best_pos], best_pos, best_hit.score, best_hit))
+            order = list(section.positions)
+            if len(members) > 1 and self.graph.tokens(order) <= self.config.tokens:
+                hit, pos = members[0]
+                drafts.append(_Draft(document_id, order, pos, hit.score, hit))
                 continue
-            if self.graph.tokens(order) <= self.config.tokens:
-                drafts.append(_Draft(key[0], list(order), best_pos, best_hit.score, best_hit))
-                continue
-            # the parent does not fit: join the members that fit together, best first, into stretches
-            taken: list[list[int]] = []
+            opened: list[tuple[_Draft, int, int]] = []  # draft, first and last index into ``order``
             for hit, pos in members:
                 at = order.index(pos)
-                for stretch in taken:
-                    lo, hi = min(stretch[0], at), max(stretch[-1], at)
-                    if self.graph.tokens(order[lo : hi + 1]) <= self.config.tokens:
-                        stretch[:] = list(range(lo, hi + 1))
+                for n, (draft, lo, hi) in enumerate(opened):
+                    lo2, hi2 = min(lo, at), max(hi, at)
+                    if self.graph.tokens(order[lo2 : hi2 + 1]) <= self.config.tokens:
+                        opened[n] = (draft, lo2, hi2)
                         break
                 else:
-                    taken.append([at])
-                    drafts.append(_Draft(key[0], [], pos, hit.score, hit))
-                    drafts[-1].positions = []  # filled below
-                    drafts[-1].anchor = pos
-            # attach the stretches to their drafts (in the order they were opened)
-            opened = [d for d in drafts if d.document_id == key[0] and not d.positions and d.anchor >= 0]
-            for draft, stretch in zip(opened, taken, strict=True):
-                draft.positions = [order[i] for i in stretch]
+                    opened.append((_Draft(document_id, [], pos, hit.score, hit), at, at))
+            for draft, lo, hi in opened:
+                draft.positions = order[lo : hi + 1]
+                drafts.append(draft)
         drafts.sort(key=lambda d: -d.score)
         return drafts
 
