@@ -83,6 +83,22 @@ class ChunkSnapshot:
 
 
 @dataclass(frozen=True)
+class Feedback:
+    """A user's judgement of one hit for one query: the span it covered and how useful it was.
+
+    ``label`` is in [0, 1] (1: used or rated best, 0: rejected); ``kind`` says how it was given ("used",
+    "rating", "rejected"). Kept by span, so it still applies after the document is re-chunked."""
+
+    query: str
+    document_id: str
+    start: int
+    end: int
+    label: float
+    kind: str
+    recorded_at: float = 0.0  # seconds since the epoch (0: now, when recorded)
+
+
+@dataclass(frozen=True)
 class ChangeSet:
     """What changed in a collection after generation ``since``, up to ``generation``, read in one snapshot.
 
@@ -177,6 +193,13 @@ class DocumentStore(Protocol):
 
     def forget_consumer(self, collection: str, consumer: str) -> None: ...
 
+    # -- feedback on hits (what ``waypost rerank train`` learns from) -----------------------------------
+    def record_feedback(self, collection: str, entries: Sequence[Feedback]) -> int: ...
+
+    def feedback(self, collection: str) -> list[Feedback]:
+        """Every recorded judgement of the collection, oldest first."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -186,3 +209,13 @@ class Retriever(Protocol):
     name: str
 
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult: ...
+
+
+class Reranker(Protocol):
+    """A post-retrieval stage: reorders the best ``depth`` hits of any strategy's result (the rest keep their
+    order after them). Bound to a search context when made; see ``waypost.post.rerank``."""
+
+    name: str
+    depth: int  # how many of the best hits it reorders (the engine retrieves at least this many)
+
+    def rerank(self, query: str, result: RetrievalResult) -> RetrievalResult: ...

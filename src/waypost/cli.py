@@ -58,6 +58,13 @@ PassagesOpt = Annotated[
     str | None,
     typer.Option(help="Return passages: grow (follow relevance), auto-merge (parent sections) or small-to-big."),
 ]
+RerankOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Rerank the best hits: default (hand-set), precision, balanced, recall, a trained profile's name "
+        "or .json path (waypost rerank train), cross-encoder:PATH, or llm[:pointwise|:listwise]."
+    ),
+]
 PassageTokensOpt = Annotated[int, typer.Option(min=1, help="Longest passage, in tokens (with --passages).")]
 PassageKeepOpt = Annotated[
     float, typer.Option(min=0.0, max=1.0, help="grow: a neighbour joins while this relevant relative to the anchor.")
@@ -163,6 +170,10 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
         )
         for note in ex.notes:
             console.print(f"  [dim]{note}[/]")
+        for i, hit in enumerate(result.hits, start=1):
+            if hit.features:
+                values = " ".join(f"{name}={value:.2f}" for name, value in hit.features.items())
+                console.print(f"  [dim]#{i} features: {values}[/]")
 
 
 @app.command()
@@ -190,6 +201,7 @@ def query(
     passage_tokens: PassageTokensOpt = PassageConfig.tokens,
     passage_keep: PassageKeepOpt = PassageConfig.keep,
     passage_window: PassageWindowOpt = PassageConfig.window,
+    rerank: RerankOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query."""
@@ -207,6 +219,7 @@ def query(
             filters=_filters(where, where_json),
             params=split_assignments(param),
             passages=_passages(passages, passage_tokens, passage_keep, passage_window),
+            rerank=rerank,
         )
     if as_json:
         payload = {
@@ -232,23 +245,27 @@ def ask(
     explain: Annotated[bool, typer.Option("--explain", help="Show timings, LLM calls, tokens and cost.")] = False,
     model: ModelOpt = None,
     param: ParamOpt = [],  # noqa: B006
+    passages: PassagesOpt = None,
+    passage_tokens: PassageTokensOpt = PassageConfig.tokens,
+    rerank: RerankOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the documents, with numbered citations to exact spans."""
     params = split_assignments(param)
     config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
+    passage_config = _passages(passages, passage_tokens, PassageConfig.keep, PassageConfig.window)
     with Engine(_existing(store), config) as engine:
         coll = engine.collection(collection)
         streamed = ""
         if stream and not as_json:
-            live = coll.stream_answer(question, strategy, k, params)
+            live = coll.stream_answer(question, strategy, k, params, passage_config, rerank)
             for token in live.tokens:
                 streamed += token
                 console.print(token, end="", markup=False, highlight=False, soft_wrap=True)
             console.print()
             answer = live.answer
         else:
-            answer = coll.answer(question, strategy, k, params)
+            answer = coll.answer(question, strategy, k, params, passage_config, rerank)
     assert answer is not None
     if as_json:
         print(json.dumps(answer.to_dict()))
@@ -418,6 +435,7 @@ def eval_(
     passage_tokens: PassageTokensOpt = PassageConfig.tokens,
     passage_keep: PassageKeepOpt = PassageConfig.keep,
     passage_window: PassageWindowOpt = PassageConfig.window,
+    rerank: RerankOpt = None,
     tree_shape: Annotated[
         str, typer.Option(help="Tree strategies: full (RAPTOR layers) or lite (one summary layer).")
     ] = "full",
@@ -449,6 +467,7 @@ def eval_(
         by=by,
         params=split_assignments(param),
         passages=_passages(passages, passage_tokens, passage_keep, passage_window),
+        rerank=rerank,
     )
     if as_json:
         print(json.dumps(report.to_dict()))
@@ -497,6 +516,88 @@ def strategies() -> None:
     """The retrieval strategies and the parameters each takes (set them with --param name=value)."""
     for name, spec in STRATEGIES.items():
         console.print(f"[bold]{name}[/]  {describe(spec.params) or '(no parameters)'}")
+
+
+@app.command()
+def feedback(
+    query_text: Annotated[str, typer.Argument(metavar="QUERY", help="The query the hit was returned for.")],
+    chunk_id: Annotated[str, typer.Argument(help="The hit's chunk id, DOCUMENT#INDEX (shown by query --json).")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    rejected: Annotated[bool, typer.Option("--rejected", help="The hit was not useful.")] = False,
+    rating: Annotated[float | None, typer.Option(min=0.0, max=5.0, help="A rating from 0 to 5.")] = None,
+) -> None:
+    """Record that a hit was used (the default), rejected, or rated; `waypost rerank train --feedback` learns
+    from what is recorded."""
+    if rejected and rating is not None:
+        _fail("give --rejected or --rating, not both")
+    kind = "rejected" if rejected else ("rating" if rating is not None else "used")
+    with Engine(_existing(store)) as engine:
+        entry = engine.collection(collection).feedback(query_text, chunk_id, kind, rating)
+    console.print(
+        f"recorded: {entry.kind} (label {entry.label:.2f}) for {entry.document_id} chars {entry.start}-{entry.end}"
+    )
+
+
+rerank_app = typer.Typer(no_args_is_help=True, help="Rerank profiles: learned weights for --rerank NAME.")
+app.add_typer(rerank_app, name="rerank")
+
+
+@rerank_app.command("train")
+def rerank_train(
+    dataset: Annotated[
+        Path | None, typer.Argument(help="A BEIR-layout directory; its training split gives the queries.")
+    ] = None,
+    name: Annotated[str, typer.Option(help="The profile's name, for --rerank NAME.")] = "",
+    split: Annotated[str, typer.Option(help="qrels split to learn from (never the one you report).")] = "train",
+    scope: Annotated[str | None, typer.Option(help="As in eval: restrict each query to its FIELD's documents.")] = None,
+    use_feedback: Annotated[
+        bool, typer.Option("--feedback", help="Also learn from the feedback recorded in --store/--collection.")
+    ] = False,
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    strategy: StrategyOpt = "hybrid",
+    depth: Annotated[int, typer.Option(min=2, help="Candidates per query (as reranked at query time).")] = 30,
+    chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk of the dataset's eval store.")] = 200,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N training queries.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory to save NAME.json in (default: the store's rerankers/ with --feedback alone, "
+            "else ~/.local/share/waypost/rerankers)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit rerank weights to a dataset's training queries, to recorded feedback, or to both."""
+    from waypost.evaluation.rerank_training import train_profile
+    from waypost.post.rerank.profile import profile_directories, save_profile
+
+    if not name:
+        _fail("give the profile a --name")
+    if dataset is None and not use_feedback:
+        _fail("give a DATASET, --feedback, or both")
+    profile = train_profile(
+        name,
+        dataset,
+        split,
+        EngineConfig(chunk_tokens=chunk_tokens),
+        scope=scope,
+        strategy=strategy,
+        depth=depth,
+        limit=limit,
+        feedback_store=_existing(store) if use_feedback else None,
+        feedback_collection=collection,
+        show_progress=not as_json,
+    )
+    directory = out or (store / "rerankers" if dataset is None else profile_directories(None)[-1])
+    path = save_profile(profile, directory)
+    if as_json:
+        print(json.dumps({"path": str(path), **profile.to_json()}))
+        return
+    console.print(f"saved [bold]{profile.name}[/] to {path}")
+    console.print(f"trained on {profile.source}: {profile.trained}")
+    console.print("weights (per standard deviation): " + " ".join(f"{k}={v:+.3f}" for k, v in profile.weights.items()))
 
 
 tree_app = typer.Typer(no_args_is_help=True, help="The RAPTOR tree behind raptor-* and doc-summary strategies.")

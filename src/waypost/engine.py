@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from waypost.answer.model import Answer, AnswerStream
 from waypost.answer.service import AnswerService
-from waypost.base import CollectionInfo, Embedder
+from waypost.base import CollectionInfo, Embedder, Feedback, Reranker
 from waypost.embeddings.coverage import CoverageBook
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
@@ -29,7 +30,7 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.store.sqlite import SQLiteStore
-from waypost.types import Document, RetrievalResult
+from waypost.types import Document, Hit, RetrievalResult
 
 DEFAULT_COLLECTION = "default"
 
@@ -256,23 +257,41 @@ class Collection:
 
         return LLMFilterExtractor(llm, self.extractor(), self.engine.config.prices)
 
-    def answerer(self, params: Mapping[str, object] | None = None) -> AnswerService:
+    def answerer(
+        self,
+        params: Mapping[str, object] | None = None,
+        passages: PassageConfig | None = None,
+        rerank: str | Reranker | None = None,
+    ) -> AnswerService:
         return AnswerService(
-            lambda q, strategy, k: self.retrieve(q, strategy, k, params=params),
+            lambda q, strategy, k: self.retrieve(q, strategy, k, params=params, passages=passages, rerank=rerank),
             self.engine.llm(),
             self.engine.config.prices,
         )
 
     def answer(
-        self, question: str, strategy: str = "hybrid", k: int = 5, params: Mapping[str, object] | None = None
+        self,
+        question: str,
+        strategy: str = "hybrid",
+        k: int = 5,
+        params: Mapping[str, object] | None = None,
+        passages: PassageConfig | None = None,
+        rerank: str | Reranker | None = None,
     ) -> Answer:
-        """Retrieve, then answer with citations (LLM if configured and healthy, else extractive)."""
-        return self.answerer(params).answer(question, strategy, k)
+        """Retrieve, then answer with citations (LLM if configured and healthy, else extractive); with
+        ``passages`` the citations point at passage spans."""
+        return self.answerer(params, passages, rerank).answer(question, strategy, k)
 
     def stream_answer(
-        self, question: str, strategy: str = "hybrid", k: int = 5, params: Mapping[str, object] | None = None
+        self,
+        question: str,
+        strategy: str = "hybrid",
+        k: int = 5,
+        params: Mapping[str, object] | None = None,
+        passages: PassageConfig | None = None,
+        rerank: str | Reranker | None = None,
     ) -> AnswerStream:
-        return self.answerer(params).stream(question, strategy, k)
+        return self.answerer(params, passages, rerank).stream(question, strategy, k)
 
     def retrieve(
         self,
@@ -283,24 +302,66 @@ class Collection:
         fusion: FusionConfig | None = None,
         params: Mapping[str, object] | None = None,
         passages: PassageConfig | None = None,
+        rerank: str | Reranker | None = None,
     ) -> RetrievalResult:
         """``params``: the strategy's own parameters (see ``waypost strategies``), e.g. ``{"budget": 1000}``;
-        ``passages``: assemble the hits into passages (``PassageConfig()``: grow, 512 tokens)."""
+        ``passages``: assemble the hits into passages (``PassageConfig()``: grow, 1,024 tokens);
+        ``rerank``: reorder the best hits first (``"default"``, a profile name, ``"cross-encoder:PATH"``,
+        ``"llm"``; see ``waypost.post.rerank.factory``), or a ``Reranker`` already made."""
         if not query.strip():
             raise WaypostError("the query is empty")
         if k < 1:
             raise WaypostError(f"k must be at least 1, got {k}")
         ctx = self.context()
         fusion = fusion or self.engine.config.fusion
+        reranker = self.reranker(rerank, ctx) if isinstance(rerank, str) else rerank
+        want = max(k, reranker.depth) if reranker is not None else k
         if strategy == "metadata" and self.engine.config.llm_filters:
             from waypost.retrieval.metadata import MetadataRetriever
 
-            result = MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, k, filters)
+            result = MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, want, filters)
         else:
-            result = make_retriever(strategy, ctx, fusion, params).retrieve(query, k, filters)
+            result = make_retriever(strategy, ctx, fusion, params).retrieve(query, want, filters)
+        if reranker is not None:
+            result = reranker.rerank(query, result)
         if passages is not None:
             result = PassageAssembler(ctx, passages).assemble(query, result)
+        result.hits = result.hits[:k]
         return result
+
+    def feedback(self, query: str, hit: Hit | str, kind: str = "used", rating: float | None = None) -> Feedback:
+        """Record that a hit (or a chunk id such as ``"doc#3"``) was used, rejected, or rated (0 to 5) for
+        ``query``; ``waypost rerank train --feedback`` learns from these."""
+        if not query.strip():
+            raise WaypostError("feedback needs the query the hit was returned for")
+        if kind not in ("used", "rejected", "rating"):
+            raise WaypostError(f"feedback kind must be used, rejected or rating, not {kind!r}")
+        if kind == "rating" and (rating is None or not 0.0 <= rating <= 5.0):
+            raise WaypostError(f"a rating must be between 0 and 5, got {rating!r}")
+        if isinstance(hit, Hit):
+            document_id, start, end = hit.chunk.document_id, hit.chunk.start, hit.chunk.end
+        else:
+            document_id, _sep, index = hit.rpartition("#")
+            if not document_id or not index.isdigit():
+                raise WaypostError(f"a chunk id looks like DOCUMENT#INDEX, not {hit!r}")
+            rows = self.engine.store.row_ids_of(self.name, [(document_id, int(index))])
+            found = self.engine.store.chunks_by_row(self.name, list(rows.values()))
+            if not found:
+                raise WaypostError(f"no chunk {hit!r} in collection {self.name!r}")
+            start, end = found[0].chunk.start, found[0].chunk.end
+        label = {"used": 1.0, "rejected": 0.0}.get(kind, (rating or 0.0) / 5.0)
+        entry = Feedback(query.strip(), document_id, start, end, label, kind, time.time())
+        self.engine.store.record_feedback(self.name, [entry])
+        return entry
+
+    def reranker(self, spec: str, ctx: SearchContext | None = None, depth: int | None = None) -> Reranker:
+        """The reranker ``spec`` names, bound to this collection (see ``waypost.post.rerank.factory``)."""
+        from waypost.post.rerank.factory import DEFAULT_DEPTH, make_reranker
+
+        llm = self.engine.llm() if spec.startswith("llm") else None
+        return make_reranker(
+            spec, ctx or self.context(), self.engine.path, llm, self.engine.config.prices, depth or DEFAULT_DEPTH
+        )
 
 
 def check_language(language: str) -> str:

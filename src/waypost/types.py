@@ -106,6 +106,7 @@ class Hit:
     metadata: Metadata = field(default_factory=dict)
     node: NodeRef | None = None  # set by tree strategies: the summary node this chunk was reached through
     passage: PassageRef | None = None  # set when the hit is an assembled passage (its chunk spans several)
+    features: dict[str, float] | None = None  # set by the feature reranker: the values it scored
 
     @property
     def document_id(self) -> str:
@@ -126,6 +127,7 @@ class Hit:
             "metadata": self.metadata,
             "node": self.node.to_dict() if self.node is not None else None,
             "passage": self.passage.to_dict() if self.passage is not None else None,
+            "features": self.features,
         }
 
 

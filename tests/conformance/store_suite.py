@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from waypost.base import DocumentStore, IngestItem
+from waypost.base import DocumentStore, Feedback, IngestItem
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.ingest.chunker import Chunker
 from waypost.types import Document
@@ -190,3 +190,20 @@ class StoreConformance:
         assert store.consumers("c") == {} and store.log_floor("c") == 0
         changes = store.changes("c", 0)
         assert changes is not None and changes.empty
+
+    def test_feedback_is_kept_per_collection_in_order_and_dropped_with_it(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.create_collection("other", "m", DIM)
+        entries = [
+            Feedback("pump noise", "d1", 0, 40, 1.0, "used", 100.0),
+            Feedback("pump noise", "d2", 10, 90, 0.0, "rejected", 101.0),
+        ]
+        assert store.record_feedback("c", entries) == 2
+        store.record_feedback("other", [Feedback("q", "x", 0, 1, 0.6, "rating", 5.0)])
+        assert store.feedback("c") == entries
+        assert [f.document_id for f in store.feedback("other")] == ["x"]
+        with pytest.raises(CollectionNotFoundError):
+            store.record_feedback("missing", entries)
+        store.drop_collection("c")
+        store.create_collection("c", "m", DIM)
+        assert store.feedback("c") == []

@@ -100,11 +100,14 @@ def ranked_documents(
     filters: Condition | None = None,
     params: Mapping[str, object] | None = None,
     passages: PassageConfig | None = None,
+    rerank: str | None = None,
 ) -> list[str]:
     """The top ``depth`` distinct documents; asks for more chunks while long documents crowd the list."""
     chunks = depth * 3
     while True:
-        result = collection.retrieve(query, strategy, k=chunks, filters=filters, params=params, passages=passages)
+        result = collection.retrieve(
+            query, strategy, k=chunks, filters=filters, params=params, passages=passages, rerank=rerank
+        )
         ranked = result.document_ids()
         if len(ranked) >= depth or len(result.hits) < chunks:
             return ranked[:depth]
@@ -125,6 +128,7 @@ def run_eval(
     by: str | None = None,
     params: Mapping[str, object] | None = None,
     passages: PassageConfig | None = None,
+    rerank: str | None = None,
 ) -> EvalReport:
     """``scope``: restrict each query to documents whose metadata field equals the query's; ``by``:
     also report every metric per value of a query metadata field."""
@@ -139,7 +143,7 @@ def run_eval(
         depth = max(k, 100)
         queries = dataset.queries[:limit] if limit else dataset.queries
         # build indexes (and a tree, for tree strategies), load the model
-        collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10, params=params)
+        collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10, params=params, rerank=rerank)
         per_query: dict[str, list[float]] = {}
         groups: dict[str, dict[str, list[float]]] = {}
         latencies: list[float] = []
@@ -151,7 +155,7 @@ def run_eval(
         for q in track(queries, show_progress, f"{strategy} queries"):
             flt = scope_filter(q, scope)
             t0 = time.perf_counter()
-            ranked = ranked_documents(collection, q.text, strategy, depth, flt, params, passages)
+            ranked = ranked_documents(collection, q.text, strategy, depth, flt, params, passages, rerank)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             gold = dataset.qrels.get(q.id, {})
             scores = {
@@ -166,7 +170,7 @@ def run_eval(
             }
             if dataset.spans:
                 hits = collection.retrieve(
-                    q.text, strategy, k=SPAN_DEPTH, filters=flt, params=params, passages=passages
+                    q.text, strategy, k=SPAN_DEPTH, filters=flt, params=params, passages=passages, rerank=rerank
                 ).hits
                 scores.update(evidence_metrics(hits, dataset.spans.get(q.id, [])))
             for name, value in scores.items():
@@ -203,6 +207,8 @@ def run_eval(
             metrics["filter_accuracy"] = round(sum(filter_hits) / len(filter_hits), 4)
         if scope is not None:
             metrics["scope"] = scope  # type: ignore[assignment]
+        if rerank:
+            metrics["rerank"] = rerank  # type: ignore[assignment]
         if params:
             metrics["params"] = ",".join(f"{k}={v}" for k, v in sorted(params.items()))  # type: ignore[assignment]
         return EvalReport(dataset.name, strategy, metrics, ingest, failures, by_value)

@@ -27,6 +27,12 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 SEGMENT_FORMAT = 5
+
+
+def normal_title(title: str) -> str:
+    return " ".join(title.casefold().split())
+
+
 _BLOCK = 8 << 20
 
 
@@ -46,6 +52,7 @@ class Segment:
     path: Path | None = None  # where it is saved, once it is
     _titles: TitleTable | None = field(default=None, repr=False)
     _doc_ptr: tuple[IntArray, IntArray] | None = field(default=None, repr=False)
+    _title_slots: dict[str, list[int]] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
@@ -62,6 +69,17 @@ class Segment:
                 if self._titles is None:
                     self._titles = table
         return self._titles
+
+    def slots_titled(self, title: str) -> list[int]:
+        """Document slots whose title is ``title``, case and spacing aside (an index built once per segment)."""
+        if self._title_slots is None:
+            by_title: dict[str, list[int]] = {}
+            for slot, t in enumerate(self.titles):
+                key = normal_title(t)
+                if key:
+                    by_title.setdefault(key, []).append(slot)
+            self._title_slots = by_title
+        return self._title_slots.get(normal_title(title), [])
 
     def doc_chunks(self, slot: int) -> IntArray:
         if self._doc_ptr is None:

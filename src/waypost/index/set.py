@@ -181,6 +181,7 @@ class IndexSet:
             self.document_of,
         )
         self._extractor: FilterExtractor | None = None
+        self._date_values: dict[str, npt.NDArray[np.float64]] = {}
         self._languages: dict[str, int] | None = None
         self._query_languages: dict[str, str] = {}  # recent queries: strategies ask more than once per query
 
@@ -260,10 +261,38 @@ class IndexSet:
         out = np.sort(local) + self.offsets[i]
         return out if self.live is None else out[self.live[out]]
 
+    def documents_titled(self, title: str) -> dict[str, int]:
+        """Live documents titled ``title`` (case and spacing aside): document id -> its first live position."""
+        out: dict[str, int] = {}
+        for segment, offset, doc_live in zip(self.segments, self.offsets, self.doc_lives, strict=True):
+            for slot in segment.slots_titled(title):
+                if doc_live is not None and not doc_live[slot]:
+                    continue
+                local = np.sort(segment.doc_chunks(slot)) + offset
+                alive = local if self.live is None else local[self.live[local]]
+                if alive.size:
+                    out[segment.document_ids[slot]] = int(alive[0])
+        return out
+
     @property
     def document_ids(self) -> list[str]:
         """Document id per position (a list as long as the collection; for tools, not the query path)."""
         return [s.document_ids[int(d)] for s in self.segments for d in np.asarray(s.chunk_doc)]
+
+    def date_fields(self) -> list[str]:
+        """Metadata fields of kind "date" over live positions, the most covered first."""
+        return self.metadata.date_fields()
+
+    def date_values(self, field: str) -> npt.NDArray[np.float64]:
+        """Per position, the field's date in days since 1970-01-01 UTC (the latest of a list), NaN where the
+        position has none (any field without dates: all NaN). Built once per index set, read-only."""
+        found = self._date_values.get(field)
+        if found is None:
+            parts = [s.metadata.latest_dates(field) for s in self.segments]
+            found = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
+            found.flags.writeable = False
+            self._date_values[field] = found
+        return found
 
     def extractor(self) -> FilterExtractor:
         """Filter extraction over this generation's metadata values, built on first use."""

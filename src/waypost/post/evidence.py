@@ -10,9 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from waypost.base import DocumentStore, StoredChunk
+from waypost.filters.model import Condition, Op
 from waypost.index.set import IndexSet
 from waypost.index.topk import Positions
+from waypost.types import Metadata
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,65 @@ class SectionRef:
     document_id: str
     path: tuple[str, ...]
     positions: tuple[int, ...]
+
+
+SUPERSEDES_FIELD = "supersedes"
+VERSION_FIELD = "version"
+
+
+@dataclass(frozen=True)
+class Succession:
+    """A supersedes edge: ``newer`` replaces ``older``, and why that is known."""
+
+    newer: str
+    older: str
+    reason: str
+
+
+def _version_number(value: object) -> tuple[int, ...] | None:
+    """``3``, ``"2.10.1"`` or ``"v2"`` as a comparable tuple; ``None`` when it is not a version."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return (int(value), round((float(value) % 1) * 1000))
+    if isinstance(value, str):
+        text = value.strip().lower().removeprefix("v")
+        parts = text.split(".")
+        if parts and all(part.isdigit() for part in parts):
+            return tuple(int(part) for part in parts)
+    return None
+
+
+def date_value(value: object) -> float | None:  # TEMPORARY until the metadata index's date type lands
+    import datetime as dt
+
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip()[:10]).toordinal() - 719163.0
+        except ValueError:
+            return None
+    return None
+
+
+def version_key(metadata: Metadata, date_fields: Sequence[str]) -> tuple[float | None, tuple[int, ...] | None]:
+    """A document's date (days, from its first date field that has one) and version, for succession."""
+    day: float | None = None
+    for name in date_fields:
+        day = date_value(metadata.get(name))
+        if day is not None:
+            break
+    return day, _version_number(metadata.get(VERSION_FIELD))
+
+
+def newer_by(
+    theirs: tuple[float | None, tuple[int, ...] | None], mine: tuple[float | None, tuple[int, ...] | None]
+) -> str:
+    """What makes ``theirs`` newer than ``mine`` ("date" or "version"), or "" when it is not newer."""
+    if theirs[0] is not None and mine[0] is not None and theirs[0] != mine[0]:
+        return "date" if theirs[0] > mine[0] else ""
+    if theirs[1] is not None and mine[1] is not None and theirs[1] > mine[1]:
+        return "version"
+    return ""
 
 
 @dataclass
@@ -41,6 +107,7 @@ class EvidenceGraph:
         self.store = store
         self._chunks: dict[int, StoredChunk] = {}
         self._sections: dict[int, SectionRef] = {}  # position -> its section
+        self._date_fields: list[str] | None = None
 
     def _load(self, position: int) -> None:
         if position in self._sections:
@@ -48,7 +115,10 @@ class EvidenceGraph:
         positions = self.indexes.document_positions(position)
         rows = [int(self.indexes.row_ids[p]) for p in positions]
         stored = {s.row_id: s for s in self.store.chunks_by_row(self.collection, rows)}
-        ordered = [(int(p), stored[r]) for p, r in zip(positions, rows, strict=True) if r in stored]
+        self._index([(int(p), stored[r]) for p, r in zip(positions, rows, strict=True) if r in stored])
+
+    def _index(self, ordered: list[tuple[int, StoredChunk]]) -> None:
+        """Record one document's live chunks (position, row) and the sections they form."""
         ordered.sort(key=lambda ps: ps[1].chunk.index)
         run: list[tuple[int, StoredChunk]] = []
         for i, (p, s) in enumerate(ordered):
@@ -106,6 +176,55 @@ class EvidenceGraph:
                 seen.add((section.document_id, section.path))
                 out.sections.append(section)
         return out
+
+    def preload(self, positions: Sequence[int]) -> None:
+        """Read the documents of ``positions`` from the store in one query (a reranker touches many)."""
+        wanted = {int(p) for p in positions if int(p) not in self._sections}
+        by_position: dict[int, IntArray] = {}
+        for p in sorted(wanted):
+            if p in by_position or any(p in doc for doc in by_position.values()):
+                continue
+            by_position[p] = self.indexes.document_positions(p)
+        rows = [int(self.indexes.row_ids[q]) for doc in by_position.values() for q in doc]
+        stored = {s.row_id: s for s in self.store.chunks_by_row(self.collection, rows)}
+        for doc in by_position.values():
+            self._index([(int(q), stored[int(self.indexes.row_ids[q])]) for q in doc
+                         if int(self.indexes.row_ids[q]) in stored])  # fmt: skip
+
+    def get_successors(self, position: int) -> list[Succession]:
+        """Live documents that supersede the one holding ``position``: declared by their ``supersedes``
+        metadata (a document id or a list of them), or carrying the same title with a later date or a higher
+        ``version``."""
+        stored = self.chunk(position)
+        if stored is None:
+            return []
+        document_id = stored.chunk.document_id
+        out: dict[str, Succession] = {}
+        if SUPERSEDES_FIELD in self.indexes.metadata.stats:
+            mask = self.indexes.metadata.mask(Condition(SUPERSEDES_FIELD, Op.EQ, document_id))
+            if self.indexes.live is not None:
+                mask &= self.indexes.live
+            for q in np.flatnonzero(mask)[:64]:
+                other = self.indexes.document_of(int(q))
+                if other != document_id:
+                    out.setdefault(other, Succession(other, document_id, f"{other} declares supersedes={document_id}"))
+        if stored.title.strip():
+            mine = version_key(stored.metadata, self.date_fields())
+            for other, q in self.indexes.documents_titled(stored.title).items():
+                if other == document_id or other in out:
+                    continue
+                theirs = self.chunk(q)
+                if theirs is None:
+                    continue
+                newer = newer_by(version_key(theirs.metadata, self.date_fields()), mine)
+                if newer:
+                    out[other] = Succession(other, document_id, f"{other} has the same title and a later {newer}")
+        return list(out.values())
+
+    def date_fields(self) -> list[str]:
+        if self._date_fields is None:
+            self._date_fields = list(getattr(self.indexes, "date_fields", lambda: [])())
+        return self._date_fields
 
     def tokens(self, positions: Positions | Sequence[int]) -> int:
         total = 0

@@ -52,8 +52,8 @@ class PassageConfig:
 def relevance(ctx: SearchContext, query: str, dense_share: float) -> npt.NDArray[np.float64]:
     """Each position's relevance to the query in [0, 1]: dense and BM25, each scaled by its maximum and
     blended with ``dense_share`` (scaled down where the embedder covers the query's language poorly)."""
-    dense = ctx.indexes.dense.scores(ctx.query_vector(query)).astype(np.float64)
-    lexical = ctx.indexes.bm25.scores(query).astype(np.float64)
+    dense = ctx.dense_scores(query).astype(np.float64)
+    lexical = ctx.lexical_scores(query)
     _language, weight, _note = ctx.dense_weight(query)
     alpha = dense_share * weight
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from waypost.base import DocumentStore, Embedder, FloatMatrix
 from waypost.embeddings.coverage import CoverageBook
@@ -32,12 +33,26 @@ class SearchContext:
     coverage: CoverageBook | None = None
     tree: LiveTree | None = None  # the collection's RAPTOR tree, for hierarchical strategies
     _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
+    _dense: tuple[str, npt.NDArray[np.float32]] | None = field(default=None, repr=False)
+    _lexical: tuple[str, npt.NDArray[np.float64]] | None = field(default=None, repr=False)
 
     def query_vector(self, query: str) -> FloatMatrix:
         """The query's embedding, computed once per context (a strategy and its post stages share it)."""
         if self._query_vector is None or self._query_vector[0] != query:
             self._query_vector = (query, self.embedder.embed_query(query))
         return self._query_vector[1]
+
+    def dense_scores(self, query: str) -> npt.NDArray[np.float32]:
+        """Cosine of every position with the query, computed once per context and query."""
+        if self._dense is None or self._dense[0] != query:
+            self._dense = (query, self.indexes.dense.scores(self.query_vector(query)))
+        return self._dense[1]
+
+    def lexical_scores(self, query: str) -> npt.NDArray[np.float64]:
+        """BM25 of every position for the query, computed once per context and query."""
+        if self._lexical is None or self._lexical[0] != query:
+            self._lexical = (query, self.indexes.bm25.scores(query))
+        return self._lexical[1]
 
     def tree_arrays(self, timer: Timer) -> TreeArrays:
         """The tree over this context's indexes, current with the store (built on first use)."""

@@ -16,12 +16,12 @@ def hybrid_search(
 ) -> tuple[Positions, Scores, dict[str, dict[int, tuple[int, float]]]]:
     depth = max(k, config.depth)
     with timer.stage("embed_query"):
-        qvec = ctx.query_vector(query)
+        ctx.query_vector(query)
     with timer.stage("dense_search"):
-        dense_all = ctx.indexes.dense.scores(qvec)
+        dense_all = ctx.dense_scores(query)
         d_pos, d_scores = top_k(dense_all, depth, mask)
     with timer.stage("bm25_search"):
-        sparse_all = ctx.indexes.bm25.scores(query).astype(np.float32)
+        sparse_all = ctx.lexical_scores(query).astype(np.float32)
         s_pos, s_scores = top_k(sparse_all, depth, mask)
         keep = s_scores > 0
         s_pos, s_scores = s_pos[keep], s_scores[keep]

@@ -36,8 +36,8 @@ def score_tree(
     with timer.stage("embed_query"):
         qvec = ctx.query_vector(query)
     with timer.stage("leaf_scores"):
-        dense = ctx.indexes.dense.scores(qvec).astype(np.float64)
-        lexical = ctx.indexes.bm25.scores(query)
+        dense = ctx.dense_scores(query).astype(np.float64)
+        lexical = ctx.lexical_scores(query)
     with timer.stage("language"):
         _language, weight, note = ctx.dense_weight(query)
     timer.notes.append(note)

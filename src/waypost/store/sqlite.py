@@ -16,15 +16,24 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from waypost.base import ChangeSet, ChunkSnapshot, CollectionInfo, IngestItem, StoredChunk
+from waypost.base import ChangeSet, ChunkSnapshot, CollectionInfo, Feedback, IngestItem, StoredChunk
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.types import Chunk, Document
+
+
+def _json_value(value: Any) -> Any:
+    """Metadata values JSON lacks: ``date``/``datetime`` are stored as ISO strings (the index reads them as dates)."""
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    raise TypeError(f"metadata value {value!r} of type {type(value).__name__} cannot be stored")
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (
@@ -82,6 +91,18 @@ CREATE TABLE IF NOT EXISTS language_coverage (
     measured_at REAL NOT NULL,
     PRIMARY KEY (model, scope, language)
 );
+CREATE TABLE IF NOT EXISTS feedback (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    collection TEXT NOT NULL,
+    query TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    label REAL NOT NULL,
+    kind TEXT NOT NULL,
+    recorded_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS feedback_by_collection ON feedback(collection, seq);
 CREATE TABLE IF NOT EXISTS log_consumers (
     collection TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -197,6 +218,7 @@ class SQLiteStore:
             for table, column in (("chunks", "collection"), ("documents", "collection"), ("change_log", "collection")):
                 self._writer.execute(f"DELETE FROM {table} WHERE {column}=?", (name,))
             self._writer.execute("DELETE FROM log_consumers WHERE collection=?", (name,))
+            self._writer.execute("DELETE FROM feedback WHERE collection=?", (name,))
             self._writer.execute("DELETE FROM collections WHERE name=?", (name,))
 
     def _head(self, conn: sqlite3.Connection, name: str) -> tuple[str, int, int]:
@@ -287,7 +309,7 @@ class SQLiteStore:
                         doc.id,
                         doc.title,
                         doc.text,
-                        json.dumps(doc.metadata, ensure_ascii=False),
+                        json.dumps(doc.metadata, ensure_ascii=False, default=_json_value),
                         doc.source,
                         item.stored_hash,
                         now,
@@ -413,6 +435,27 @@ class SQLiteStore:
                 " VALUES (?,?,?,?,?,?,?)",
                 (model, scope, language, value, samples, chunks, time.time()),
             )
+
+    def record_feedback(self, collection: str, entries: Sequence[Feedback]) -> int:
+        self.collection(collection)
+        with self._write_lock, _Transaction(self._writer):
+            self._writer.executemany(
+                "INSERT INTO feedback(collection, query, document_id, start, end, label, kind, recorded_at)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (collection, e.query, e.document_id, e.start, e.end, e.label, e.kind, e.recorded_at or time.time())
+                    for e in entries
+                ],
+            )
+        return len(entries)
+
+    def feedback(self, collection: str) -> list[Feedback]:
+        rows = self._conn.execute(
+            "SELECT query, document_id, start, end, label, kind, recorded_at FROM feedback WHERE collection=?"
+            " ORDER BY seq",
+            (collection,),
+        )
+        return [Feedback(str(r[0]), str(r[1]), int(r[2]), int(r[3]), float(r[4]), str(r[5]), float(r[6])) for r in rows]
 
     def consumers(self, collection: str) -> dict[str, int]:
         rows = self._conn.execute("SELECT name, generation FROM log_consumers WHERE collection=?", (collection,))

@@ -1,0 +1,176 @@
+"""Learned rerank weights: a pairwise linear ranker fitted to training queries, feedback, or both.
+
+For every training query the base strategy's best ``depth`` chunks are retrieved and their features
+computed exactly as the reranker will at query time. A chunk's label comes from the query's qrels (its
+document's grade), its gold spans (the share of the chunk they cover) or recorded feedback (the label of
+a judgement whose span it overlaps). Pairs of candidates with different labels train a logistic
+regression on feature differences (scikit-learn), so the weights say which features order relevant
+chunks first; the regularisation is chosen by grouped cross-validation over the training queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from waypost.base import Feedback
+from waypost.errors import WaypostError
+from waypost.filters.model import Filter
+from waypost.post.evidence import EvidenceGraph
+from waypost.post.rerank.features import FEATURES, compute_features
+from waypost.post.rerank.profile import RerankProfile
+from waypost.progress import track
+from waypost.retrieval.registry import make_retriever
+from waypost.types import Hit
+
+if TYPE_CHECKING:
+    from waypost.engine import Collection
+
+FloatArray = npt.NDArray[np.float64]
+C_GRID = (0.01, 0.1, 1.0, 10.0)
+
+
+@dataclass
+class TrainingQuery:
+    text: str
+    filters: Filter | None = None
+    documents: dict[str, float] = field(default_factory=dict)  # graded relevance per document id
+    spans: list[tuple[str, int, int]] = field(default_factory=list)  # gold evidence (document, start, end)
+    feedback: list[Feedback] = field(default_factory=list)
+
+
+@dataclass
+class TrainingGroup:
+    query: str
+    features: FloatArray  # candidates x FEATURES
+    labels: FloatArray
+
+
+def label_hits(q: TrainingQuery, hits: Sequence[Hit]) -> FloatArray:
+    labels = np.zeros(len(hits), dtype=np.float64)
+    for i, hit in enumerate(hits):
+        c = hit.chunk
+        value = float(q.documents.get(c.document_id, 0.0))
+        length = max(1, c.end - c.start)
+        covered = sum(max(0, min(c.end, e) - max(c.start, s)) for d, s, e in q.spans if d == c.document_id)
+        value = max(value, min(1.0, covered / length))
+        for f in q.feedback:
+            if f.document_id == c.document_id and min(c.end, f.end) > max(c.start, f.start):
+                value = max(value, f.label) if f.label > 0 else min(value, f.label)
+        labels[i] = value
+    return labels
+
+
+def feedback_queries(entries: Iterable[Feedback]) -> list[TrainingQuery]:
+    by_query: dict[str, TrainingQuery] = {}
+    for e in entries:
+        by_query.setdefault(e.query, TrainingQuery(e.query)).feedback.append(e)
+    return list(by_query.values())
+
+
+def collect_groups(
+    collection: Collection,
+    queries: Sequence[TrainingQuery],
+    strategy: str = "hybrid",
+    depth: int = 30,
+    params: dict[str, object] | None = None,
+    show_progress: bool = False,
+) -> list[TrainingGroup]:
+    """Candidates, features and labels of every query that has both a relevant and a less relevant one."""
+    groups: list[TrainingGroup] = []
+    for q in track(queries, show_progress, "rerank training queries"):
+        ctx = collection.context()
+        result = make_retriever(strategy, ctx, collection.engine.config.fusion, params).retrieve(
+            q.text, depth, q.filters
+        )
+        if not result.hits:
+            continue
+        graph = EvidenceGraph(ctx.collection, ctx.indexes, ctx.store)
+        rows = compute_features(ctx, graph, q.text, result.hits)
+        labels = label_hits(q, result.hits)
+        if labels.max() > labels.min():
+            groups.append(TrainingGroup(q.text, rows.values, labels))
+    return groups
+
+
+def _pairs(groups: Sequence[TrainingGroup], mean: FloatArray, scale: FloatArray, seed: int = 0) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    diffs: list[FloatArray] = []
+    for g in groups:
+        x = (g.features - mean) / scale
+        better, worse = np.nonzero(g.labels[:, None] > g.labels[None, :])
+        if better.size > 300:
+            keep = rng.choice(better.size, 300, replace=False)
+            better, worse = better[keep], worse[keep]
+        diffs.append(x[better] - x[worse])
+    d = np.concatenate(diffs) if diffs else np.zeros((0, len(FEATURES)))
+    flip = np.asarray(rng.random(d.shape[0]) < 0.5, dtype=np.bool_)
+    d[flip] *= -1
+    return d, np.where(flip, 0, 1).astype(np.int64)
+
+
+def _ndcg10(scores: FloatArray, labels: FloatArray) -> float:
+    order = np.argsort(-scores, kind="stable")[:10]
+    gains = labels[order]
+    dcg = float((gains / np.log2(np.arange(2, gains.size + 2))).sum())
+    ideal = np.sort(labels)[::-1][:10]
+    idcg = float((ideal / np.log2(np.arange(2, ideal.size + 2))).sum())
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def _fit(groups: Sequence[TrainingGroup], mean: FloatArray, scale: FloatArray, c: float) -> FloatArray:
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = _pairs(groups, mean, scale)
+    if x.shape[0] < 2 or len(set(y.tolist())) < 2:
+        raise WaypostError("not enough labelled pairs to train a reranker (need queries with better and worse hits)")
+    model = LogisticRegression(C=c, fit_intercept=False, max_iter=2000)
+    model.fit(x, y)
+    weights: FloatArray = model.coef_.ravel().astype(np.float64)
+    return weights
+
+
+def fit_profile(groups: Sequence[TrainingGroup], name: str, source: str, folds: int = 5) -> RerankProfile:
+    """A linear profile fitted to ``groups``, its regularisation chosen by cross-validated nDCG@10."""
+    if not groups:
+        raise WaypostError("no training query had both a relevant and a less relevant candidate")
+    stacked = np.concatenate([g.features for g in groups])
+    mean = stacked.mean(axis=0)
+    scale = stacked.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    base = float(np.mean([_ndcg10(-np.arange(g.labels.size, dtype=np.float64), g.labels) for g in groups]))
+    cv: dict[str, float] = {}
+    folds = max(2, min(folds, len(groups)))
+    for c in C_GRID:
+        scores: list[float] = []
+        for fold in range(folds):
+            train = [g for i, g in enumerate(groups) if i % folds != fold]
+            held = [g for i, g in enumerate(groups) if i % folds == fold]
+            try:
+                w = _fit(train, mean, scale, c)
+            except WaypostError:
+                continue
+            scores += [_ndcg10(((g.features - mean) / scale) @ w, g.labels) for g in held]
+        if scores:
+            cv[str(c)] = round(float(np.mean(scores)), 4)
+    if not cv:
+        raise WaypostError("not enough labelled pairs to train a reranker (need queries with better and worse hits)")
+    best = max(cv, key=lambda c: cv[c])
+    weights = _fit(groups, mean, scale, float(best))
+    return RerankProfile(
+        name,
+        {f: round(float(w), 6) for f, w in zip(FEATURES, weights, strict=True)},
+        {f: round(float(m), 6) for f, m in zip(FEATURES, mean, strict=True)},
+        {f: round(float(s), 6) for f, s in zip(FEATURES, scale, strict=True)},
+        source,
+        {
+            "queries": len(groups),
+            "candidates": int(stacked.shape[0]),
+            "c": float(best),
+            "cv_ndcg@10": cv,
+            "base_order_ndcg@10": round(base, 4),
+        },
+    )
