@@ -7,10 +7,12 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from typing import Any
 
 from waypost.errors import FilterError
+from waypost.filters.dates import period
 
 
 class Op(StrEnum):
@@ -40,16 +42,20 @@ class Condition:
                 raise FilterError(f"IN on {self.field!r} needs a non-empty list of values, got {self.value!r}")
             if not all(_is_scalar(v) for v in self.value):
                 raise FilterError(
-                    f"IN on {self.field!r} takes plain values (text, numbers, true/false): {self.value!r}"
+                    f"IN on {self.field!r} takes plain values (text, numbers, dates, true/false): {self.value!r}"
                 )
         elif self.op is Op.EQ:
             if not _is_scalar(self.value):
                 raise FilterError(f"EQ on {self.field!r} takes one plain value, got {self.value!r}; use IN for lists")
-        elif not _is_number(self.value):
-            raise FilterError(f"{self.op.name} on {self.field!r} needs a finite number, got {self.value!r}")
+        elif not _is_number(self.value) and period(self.value, bare_year_strings=False) is None:
+            raise FilterError(
+                f"{self.op.name} on {self.field!r} needs a finite number or a date (2021-03-01, 2021-03, "
+                f"March 2021, or a year as a number), got {self.value!r}"
+            )
 
     def __str__(self) -> str:
-        return f"{self.field} {self.op.symbol} {self.value!r}"
+        value = self.value.isoformat() if isinstance(self.value, date) else self.value
+        return f"{self.field} {self.op.symbol} {value!r}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (str, bool)) or _is_number(value)
+    return isinstance(value, (str, bool, date)) or _is_number(value)
 
 
 def conditions(flt: Filter) -> list[Condition]:

@@ -1,6 +1,8 @@
-"""Pre-filter indexes over metadata: inverted lists for strings, sorted arrays for numbers.
+"""Pre-filter indexes over metadata: inverted lists for strings, sorted arrays for numbers and dates.
 
-A filter evaluates to a boolean mask over chunk positions; retrieval then searches only inside it.
+A filter evaluates to a boolean mask over chunk positions; retrieval then searches only inside it. String
+values that are dates (see ``waypost.filters.dates``) stay in the inverted lists (equality, display) and
+also go into a sorted column of days since 1970-01-01 UTC, for ranges.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.errors import FilterError
+from waypost.filters.dates import Period, date_value, display, format_day, period
 from waypost.filters.model import And, Condition, Filter, Op, Or
 from waypost.index.topk import Mask
 from waypost.types import Metadata
@@ -30,6 +34,8 @@ def _key(value: Any) -> Any:
         return value.casefold()
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, date):
+        return display(value).casefold()
     return value
 
 
@@ -58,9 +64,57 @@ class NumericColumn:
 
 @dataclass
 class FieldStats:
-    kind: str  # "string", "number" or "mixed"
+    kind: str  # "string", "number", "date" or "mixed"
     is_list: bool = False
     documents: int = 0
+    strings: int = 0  # positions holding a string (dates written as strings included)
+    numbers: int = 0  # positions holding a number
+    dates: int = 0  # positions holding a date
+
+
+def field_kind(strings: int, numbers: int, dates: int, documents: int) -> str:
+    """A field is a date field when at least half its positions hold a date (the rest may be junk text or
+    plain numbers); otherwise string, number or mixed as the values say."""
+    if dates and 2 * dates >= documents:
+        return "date"
+    if strings and numbers:
+        return "mixed"
+    return "string" if strings else "number"
+
+
+def check_range(cond: Condition, st: FieldStats) -> None:
+    """A clear error when a GT/GTE/LT/LTE condition cannot apply to a field with these statistics."""
+    if not st.numbers and not st.dates:
+        raise FilterError(f"{cond.op.name} needs a numeric or date field, and {cond.field!r} holds text")
+    is_number = _is_number(cond.value)
+    if st.dates and not st.numbers and period(cond.value) is None:
+        raise FilterError(
+            f"{cond.field!r} holds dates and {cond.value!r} is not a date; use 2021-03-01, 2021-03, "
+            "March 2021 or a year such as 2021"
+        )
+    if st.numbers and not st.dates and not is_number:
+        raise FilterError(f"{cond.field!r} holds numbers, not dates; compare it with a number, not {cond.value!r}")
+
+
+def _searched(col: NumericColumn, op: Op, bound: float, instant: bool = True, end: float = 0.0) -> IntArray:
+    """Positions of a sorted column in a range: against a number or an instant (``instant``), or against the
+    period ``[bound, end)``: after it, from its start, before it, up to its end."""
+    values = col.values
+    if op is Op.GT:
+        return col.positions[np.searchsorted(values, bound, "right") if instant else np.searchsorted(values, end) :]
+    if op is Op.GTE:
+        return col.positions[np.searchsorted(values, bound, "left") :]
+    if op is Op.LT:
+        return col.positions[: np.searchsorted(values, bound, "left")]
+    if op is Op.LTE:
+        return col.positions[: np.searchsorted(values, bound, "right") if instant else np.searchsorted(values, end)]
+    lo = np.searchsorted(values, bound, "left")  # EQ: inside the period (at the instant)
+    hi = np.searchsorted(values, bound, "right") if instant else np.searchsorted(values, end)
+    return col.positions[lo:hi]
+
+
+def _period_positions(col: NumericColumn, op: Op, p: Period) -> IntArray:
+    return _searched(col, op, p.start, instant=p.precision == "instant", end=p.end)
 
 
 @dataclass
@@ -71,6 +125,8 @@ class MetadataIndex:
     display: dict[str, dict[Any, str]] = field(default_factory=dict)
     stats: dict[str, FieldStats] = field(default_factory=dict)
     lists: dict[str, IntArray] = field(default_factory=dict)  # positions whose value for the field is a list
+    dates: dict[str, NumericColumn] = field(default_factory=dict)  # days since the epoch, UTC
+    _latest: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict, repr=False, compare=False)
 
     def summary(self, name: str, live: BoolArray | None) -> FieldStats | None:
         """Kind, list-ness and count of a field over the ``live`` positions only (``None``: absent)."""
@@ -78,26 +134,46 @@ class MetadataIndex:
         def alive(pos: IntArray) -> IntArray:
             return pos if live is None else pos[live[pos]]
 
-        strings = [alive(p) for p in self.inverted.get(name, {}).values()]
-        has_string = any(p.size for p in strings)
+        empty = np.zeros(0, dtype=np.int64)
+        parts = [alive(p) for p in self.inverted.get(name, {}).values()]
+        strings = np.unique(np.concatenate(parts)) if parts else empty
         col = self.numeric.get(name)
-        numbers = alive(col.positions) if col is not None else np.zeros(0, dtype=np.int64)
-        if not has_string and not numbers.size:
+        numbers = np.unique(alive(col.positions)) if col is not None else empty
+        dcol = self.dates.get(name)
+        dated = np.unique(alive(dcol.positions)) if dcol is not None else empty
+        if not strings.size and not numbers.size and not dated.size:
             return None
-        kind = "mixed" if has_string and numbers.size else ("string" if has_string else "number")
         is_list = bool(alive(self.lists[name]).size) if name in self.lists else False
-        documents = int(np.unique(np.concatenate([*strings, numbers])).size)
-        return FieldStats(kind, is_list, documents)
+        documents = int(np.union1d(np.union1d(strings, numbers), dated).size)
+        counts = (int(strings.size), int(numbers.size), int(dated.size))
+        return FieldStats(field_kind(*counts, documents), is_list, documents, *counts)
 
     def _restat(self) -> None:
         """Field statistics from what the index holds (after a build or a merge)."""
-        names = set(self.inverted) | set(self.numeric)
+        names = set(self.inverted) | set(self.numeric) | set(self.dates)
         self.stats = {}
         for name in sorted(names):
             st = self.summary(name, None)
             if st is not None:
                 self.stats[name] = st
         self.numeric = {n: c for n, c in self.numeric.items() if len(c.values)}
+        self.dates = {n: c for n, c in self.dates.items() if len(c.values)}
+
+    def _derive_dates(self) -> None:
+        """Date columns from the string values that are dates (their positions stay in the inverted lists)."""
+        for name, table in self.inverted.items():
+            shown = self.display.get(name, {})
+            days: list[npt.NDArray[np.float64]] = []
+            where: list[IntArray] = []
+            for key, pos in table.items():
+                day = date_value(shown.get(key, key))
+                if day is not None:
+                    days.append(np.full(len(pos), day, dtype=np.float64))
+                    where.append(np.asarray(pos, dtype=np.int64))
+            if days:
+                arr = np.concatenate(days)
+                order = np.argsort(arr, kind="stable")
+                self.dates[name] = NumericColumn(arr[order], np.concatenate(where)[order])
 
     @classmethod
     def build(cls, metadata: list[Metadata]) -> MetadataIndex:
@@ -115,9 +191,9 @@ class MetadataIndex:
                     if _is_number(v):  # a field may hold numbers in some documents, text in others
                         numbers[name][0].append(float(v))
                         numbers[name][1].append(pos)
-                    elif isinstance(v, (str, bool)):
+                    elif isinstance(v, (str, bool, date)):  # a date object is kept as its ISO string
                         inverted[name][_key(v)].append(pos)
-                        display[name].setdefault(_key(v), str(v))
+                        display[name].setdefault(_key(v), display_text(v))
                     else:
                         continue
                     kept = True
@@ -131,6 +207,7 @@ class MetadataIndex:
             order = np.argsort(arr, kind="stable")
             index.numeric[name] = NumericColumn(arr[order], np.asarray(poss, dtype=np.int64)[order])
         index.lists = {n: np.asarray(p, dtype=np.int64) for n, p in lists.items()}
+        index._derive_dates()
         index._restat()
         return index
 
@@ -148,10 +225,37 @@ class MetadataIndex:
             return None
         return float(col.values[0]), float(col.values[-1])
 
+    def date_fields(self) -> list[str]:
+        """Fields of kind "date", the one with the most dated positions first."""
+        return _date_fields(self.stats)
+
+    def date_range(self, name: str) -> tuple[float, float] | None:
+        """Earliest and latest date of a field, in days since 1970-01-01 UTC."""
+        col = self.dates.get(name)
+        if col is None or len(col.values) == 0:
+            return None
+        return float(col.values[0]), float(col.values[-1])
+
+    def latest_dates(self, name: str) -> npt.NDArray[np.float64]:
+        """Per position, its latest date for ``name`` in days since the epoch; NaN where it has none."""
+        found = self._latest.get(name)
+        if found is None:
+            found = np.full(self.size, np.nan, dtype=np.float64)
+            col = self.dates.get(name)
+            if col is not None and len(col.values):
+                # values ascend, so a position's last entry is its latest
+                positions, first = np.unique(col.positions[::-1], return_index=True)
+                found[positions] = col.values[::-1][first]
+            found.flags.writeable = False
+            self._latest[name] = found
+        return found
+
     def _field_positions(self, name: str) -> IntArray:
         parts = [*self.inverted.get(name, {}).values()]
         if name in self.numeric:
             parts.append(self.numeric[name].positions)
+        if name in self.dates:
+            parts.append(self.dates[name].positions)
         return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
     def positions(self, name: str, value: Any) -> IntArray:
@@ -181,6 +285,7 @@ class MetadataIndex:
             )
         out = np.zeros(self.size, dtype=np.bool_)
         values = cond.value if cond.op is Op.IN else [cond.value]
+        dated = self.dates.get(cond.field)
         if cond.op in (Op.EQ, Op.IN):
             # A field may hold 2016 in one document and "2016" in another: look in both indexes.
             for v in values:
@@ -193,21 +298,18 @@ class MetadataIndex:
                 out[self.positions(cond.field, v)] = True
                 if _is_number(v):
                     out[self.positions(cond.field, f"{v:g}")] = True
+                within = period(v) if dated is not None else None  # 2021, "2021-03", a day: the whole period
+                if dated is not None and within is not None:
+                    out[_period_positions(dated, Op.EQ, within)] = True
             return out
+        if strict:
+            check_range(cond, self.stats[cond.field])
         col = self.numeric.get(cond.field)
-        if col is None and not strict:
-            return out
-        if col is None:
-            raise FilterError(f"{cond.op.name} needs a numeric field, and {cond.field!r} holds text")
-        bound = float(cond.value)
-        if cond.op is Op.GT:
-            out[col.positions[np.searchsorted(col.values, bound, "right") :]] = True
-        elif cond.op is Op.GTE:
-            out[col.positions[np.searchsorted(col.values, bound, "left") :]] = True
-        elif cond.op is Op.LT:
-            out[col.positions[: np.searchsorted(col.values, bound, "left")]] = True
-        else:
-            out[col.positions[: np.searchsorted(col.values, bound, "right")]] = True
+        if col is not None and _is_number(cond.value):
+            out[_searched(col, cond.op, float(cond.value))] = True
+        bound = period(cond.value) if dated is not None else None
+        if dated is not None and bound is not None:
+            out[_period_positions(dated, cond.op, bound)] = True
         return out
 
     # -- segments: persist, merge --------------------------------------------------------------
@@ -224,6 +326,7 @@ class MetadataIndex:
         num_ptr = [0]
         for name in numeric_names:
             num_ptr.append(num_ptr[-1] + len(self.numeric[name].values))
+        date_names = list(self.dates)
         empty = np.zeros(0, dtype=np.int64)
         arrays = {
             "metadata.inverted.npy": np.concatenate(parts) if parts else empty,
@@ -237,6 +340,13 @@ class MetadataIndex:
             "metadata.numeric_ptr.npy": np.asarray(num_ptr, dtype=np.int64),
             "metadata.lists.npy": np.concatenate([self.lists[n] for n in self.lists]) if self.lists else empty,
             "metadata.lists_ptr.npy": np.cumsum([0, *(len(self.lists[n]) for n in self.lists)]).astype(np.int64),
+            "metadata.date_values.npy": np.concatenate([self.dates[n].values for n in date_names])
+            if date_names
+            else np.zeros(0, dtype=np.float64),
+            "metadata.date_positions.npy": np.concatenate([self.dates[n].positions for n in date_names])
+            if date_names
+            else empty,
+            "metadata.date_ptr.npy": np.cumsum([0, *(len(self.dates[n].values) for n in date_names)]).astype(np.int64),
         }
         for file, arr in arrays.items():
             np.save(path / file, arr, allow_pickle=False)
@@ -245,8 +355,11 @@ class MetadataIndex:
             "keys": keys,
             "numeric": numeric_names,
             "lists": list(self.lists),
+            "dates": date_names,
             "display": self.display,
-            "stats": {n: [st.kind, st.is_list, st.documents] for n, st in self.stats.items()},
+            "stats": {
+                n: [st.kind, st.is_list, st.documents, st.strings, st.numbers, st.dates] for n, st in self.stats.items()
+            },
         }
         (path / "metadata.json").write_text(json.dumps(header, ensure_ascii=False))
         return [*arrays, "metadata.json"]
@@ -273,10 +386,26 @@ class MetadataIndex:
             index.numeric[name] = NumericColumn(
                 values[num_ptr[j] : num_ptr[j + 1]], num_pos[num_ptr[j] : num_ptr[j + 1]]
             )
-        index.stats = {n: FieldStats(v[0], bool(v[1]), int(v[2])) for n, v in header["stats"].items()}
         list_pos = np.load(path / "metadata.lists.npy", allow_pickle=False)
         list_ptr = np.load(path / "metadata.lists_ptr.npy", allow_pickle=False)
         index.lists = {n: list_pos[list_ptr[j] : list_ptr[j + 1]] for j, n in enumerate(header["lists"])}
+        if "dates" not in header:  # saved before date columns: derive them from the strings, as a build would
+            index._derive_dates()
+            index._restat()
+            return index
+        date_values = np.load(path / "metadata.date_values.npy", allow_pickle=False)
+        date_pos = np.load(path / "metadata.date_positions.npy", allow_pickle=False)
+        date_ptr = np.load(path / "metadata.date_ptr.npy", allow_pickle=False)
+        if len(date_ptr) != len(header["dates"]) + 1 or date_values.shape != date_pos.shape:
+            raise ValueError(f"inconsistent date columns in {path}")
+        for j, name in enumerate(header["dates"]):
+            index.dates[name] = NumericColumn(
+                date_values[date_ptr[j] : date_ptr[j + 1]], date_pos[date_ptr[j] : date_ptr[j + 1]]
+            )
+        index.stats = {
+            n: FieldStats(v[0], bool(v[1]), int(v[2]), int(v[3]), int(v[4]), int(v[5]))
+            for n, v in header["stats"].items()
+        }
         return index
 
     @classmethod
@@ -292,6 +421,7 @@ class MetadataIndex:
         merged = cls(size=offset)
         inverted: dict[str, dict[Any, list[IntArray]]] = defaultdict(lambda: defaultdict(list))
         numbers: dict[str, tuple[list[npt.NDArray[np.float64]], list[IntArray]]] = defaultdict(lambda: ([], []))
+        days: dict[str, tuple[list[npt.NDArray[np.float64]], list[IntArray]]] = defaultdict(lambda: ([], []))
         list_parts: dict[str, list[IntArray]] = {}
         for (index, _live), remap in zip(parts, remaps, strict=True):
             for name, table in index.inverted.items():
@@ -301,21 +431,23 @@ class MetadataIndex:
                     if moved.size:
                         inverted[name][key].append(moved)
                         merged.display.setdefault(name, {}).setdefault(key, index.display[name][key])
-            for name, col in index.numeric.items():
-                moved = remap[col.positions]
-                keep = moved >= 0
-                numbers[name][0].append(col.values[keep])
-                numbers[name][1].append(moved[keep])
+            for columns, into in ((index.numeric, numbers), (index.dates, days)):
+                for name, col in columns.items():
+                    moved = remap[col.positions]
+                    keep = moved >= 0
+                    into[name][0].append(col.values[keep])
+                    into[name][1].append(moved[keep])
             for name, pos in index.lists.items():
                 moved = remap[pos]
                 list_parts.setdefault(name, []).append(moved[moved >= 0])
         for name, lists in inverted.items():
             merged.inverted[name] = {k: np.sort(np.concatenate(v)) for k, v in lists.items()}
-        for name, (vals, poss) in numbers.items():
-            arr = np.concatenate(vals)
-            pos_arr = np.concatenate(poss)
-            order = np.argsort(arr, kind="stable")
-            merged.numeric[name] = NumericColumn(arr[order], pos_arr[order])
+        for merged_columns, gathered in ((merged.numeric, numbers), (merged.dates, days)):
+            for name, (vals, poss) in gathered.items():
+                arr = np.concatenate(vals)
+                pos_arr = np.concatenate(poss)
+                order = np.argsort(arr, kind="stable")
+                merged_columns[name] = NumericColumn(arr[order], pos_arr[order])
         merged.lists = {n: np.concatenate(p) for n, p in list_parts.items() if sum(x.size for x in p)}
         merged._restat()  # kinds and counts of what survived: a field only deleted rows had is gone
         return merged
@@ -344,11 +476,15 @@ class MetadataView:
                 found = [p for p in parts if p is not None]
                 if not found:
                     continue
-                kinds = {p.kind for p in found}
+                strings, numbers = sum(p.strings for p in found), sum(p.numbers for p in found)
+                dates, documents = sum(p.dates for p in found), sum(p.documents for p in found)
                 stats[name] = FieldStats(
-                    kinds.pop() if len(kinds) == 1 else "mixed",
+                    field_kind(strings, numbers, dates, documents),
                     any(p.is_list for p in found),
-                    sum(p.documents for p in found),
+                    documents,
+                    strings,
+                    numbers,
+                    dates,
                 )
             self._stats = stats
         return self._stats
@@ -387,6 +523,27 @@ class MetadataView:
                 lo, hi = min(lo, float(values[0])), max(hi, float(values[-1]))
         return None if lo > hi else (lo, hi)
 
+    def date_fields(self) -> list[str]:
+        """Fields of kind "date" (over live positions), the one with the most dated positions first."""
+        return _date_fields(self.stats)
+
+    def date_range(self, name: str) -> tuple[float, float] | None:
+        """Earliest and latest live date of a field, in days since 1970-01-01 UTC."""
+        lo, hi = math.inf, -math.inf
+        for index, _offset, live in self._parts:
+            col = index.dates.get(name)
+            if col is None or len(col.values) == 0:
+                continue
+            values = col.values if live is None else col.values[live[col.positions]]
+            if values.size:
+                lo, hi = min(lo, float(values[0])), max(hi, float(values[-1]))
+        return None if lo > hi else (lo, hi)
+
+    def date_span(self, name: str) -> tuple[str, str] | None:
+        """``date_range`` as ISO dates (for display)."""
+        found = self.date_range(name)
+        return None if found is None else (format_day(found[0]), format_day(found[1]))
+
     def positions(self, name: str, value: Any) -> IntArray:
         parts = [self._live(live, index.positions(name, value)) + offset for index, offset, live in self._parts]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
@@ -400,11 +557,19 @@ class MetadataView:
                 raise FilterError(
                     f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}"
                 )
-            if cond.op not in (Op.EQ, Op.IN) and known[cond.field].kind == "string":
-                raise FilterError(f"{cond.op.name} needs a numeric field, and {cond.field!r} holds text")
+            if cond.op not in (Op.EQ, Op.IN):
+                check_range(cond, known[cond.field])
         if not self._parts:
             return np.zeros(0, dtype=np.bool_)
         return np.concatenate([index.mask(flt, strict=False) for index, _offset, _live in self._parts])
+
+
+def _date_fields(stats: dict[str, FieldStats]) -> list[str]:
+    return sorted((n for n, st in stats.items() if st.kind == "date"), key=lambda n: (-stats[n].dates, n))
+
+
+def display_text(value: str | bool | date) -> str:
+    return display(value) if isinstance(value, date) else str(value)
 
 
 MetadataLookup = MetadataIndex | MetadataView  # what filter extraction reads: one index or a segmented view
