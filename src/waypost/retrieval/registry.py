@@ -16,6 +16,7 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.hybrid import HybridRetriever
 from waypost.retrieval.metadata import MetadataRetriever
 from waypost.retrieval.params import NoParams, parse_params
+from waypost.retrieval.passage_strategy import PassageStrategyParams
 from waypost.retrieval.raptor_collapsed import CollapsedParams, RaptorCollapsedRetriever
 from waypost.retrieval.raptor_traversal import RaptorTraversalRetriever, TraversalParams
 
@@ -27,6 +28,18 @@ class Strategy:
     needs_tree: bool = False
 
 
+def _auto_merge(ctx: SearchContext, fusion: FusionConfig, params: PassageStrategyParams) -> Retriever:
+    from waypost.retrieval.auto_merge import AutoMergeRetriever  # post.passages reads retrieval.context
+
+    return AutoMergeRetriever(ctx, fusion, params)
+
+
+def _small_to_big(ctx: SearchContext, fusion: FusionConfig, params: PassageStrategyParams) -> Retriever:
+    from waypost.retrieval.small_to_big import SmallToBigRetriever
+
+    return SmallToBigRetriever(ctx, fusion, params)
+
+
 STRATEGIES: dict[str, Strategy] = {
     "dense": Strategy(lambda ctx, _cfg, _p: DenseRetriever(ctx)),
     "bm25": Strategy(lambda ctx, _cfg, _p: BM25Retriever(ctx)),
@@ -35,6 +48,8 @@ STRATEGIES: dict[str, Strategy] = {
     "raptor-collapsed": Strategy(RaptorCollapsedRetriever, CollapsedParams, True),
     "raptor-traversal": Strategy(RaptorTraversalRetriever, TraversalParams, True),
     "doc-summary": Strategy(DocSummaryRetriever, DocSummaryParams, True),
+    "auto-merge": Strategy(_auto_merge, PassageStrategyParams),
+    "small-to-big": Strategy(_small_to_big, PassageStrategyParams),
 }
 
 

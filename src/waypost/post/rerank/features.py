@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from waypost.post.evidence import EvidenceGraph
+from waypost.post.evidence import EvidenceGraph, Succession
 from waypost.post.rerank.profile import RerankProfile
 from waypost.retrieval.context import SearchContext
 from waypost.types import Hit, RetrievalResult
@@ -45,7 +45,7 @@ class FeatureRows:
     """Feature values of a result's candidates (rows in hit order) and what the graph found about them."""
 
     values: npt.NDArray[np.float64]  # candidates x FEATURES
-    successions: list[str]  # explanations of superseded candidates
+    successions: list[Succession]  # supersedes edges found from the candidates
 
 
 def _relevance(ctx: SearchContext, query: str, dense_share: float) -> npt.NDArray[np.float64]:
@@ -93,7 +93,7 @@ def compute_features(
     query_terms = set(analyzer.terms(query))
     folded = query.casefold()
     top_score = max((h.score for h in hits), default=0.0)
-    successions: list[str] = []
+    successions: list[Succession] = []
     date_fields = graph.date_fields()
     dates: list[float | None] = []
     for i, (hit, pos) in enumerate(zip(hits, at, strict=True)):
@@ -124,7 +124,7 @@ def compute_features(
         successors = graph.get_successors(pos)
         if successors:
             row[col["is_latest"]] = 0.0
-            successions.extend(s.reason for s in successors[:1])
+            successions.extend(successors)
     known = [d for d in dates if d is not None]
     if known:
         lo, hi = min(known), max(known)
@@ -133,6 +133,27 @@ def compute_features(
     else:
         values[:, col["recency"]] = 0.5
     return FeatureRows(values, successions)
+
+
+def below_successors(order: list[int], hits: list[Hit], successions: list[Succession]) -> list[int]:
+    """``order`` with every hit of a superseded document moved just below the first hit of its successor,
+    where both are among the candidates (whatever the weights, an old version never outranks its successor)."""
+    newer: dict[str, set[str]] = {}
+    for s in successions:
+        newer.setdefault(s.older, set()).add(s.newer)
+    out = list(order)
+    for _ in range(len(out)):  # enough passes for chains of versions
+        moved = False
+        for at, i in enumerate(out):
+            successors = newer.get(hits[i].document_id, set())
+            later = [j for j, k in enumerate(out) if j > at and hits[k].document_id in successors]
+            if later:
+                out.insert(later[0], out.pop(at))
+                moved = True
+                break
+        if not moved:
+            break
+    return out
 
 
 class FeatureReranker:
@@ -150,7 +171,7 @@ class FeatureReranker:
         graph = EvidenceGraph(self.ctx.collection, self.ctx.indexes, self.ctx.store)
         rows = compute_features(self.ctx, graph, query, head)
         scores = self.profile.score(rows.values, FEATURES)
-        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+        order = below_successors(sorted(range(len(head)), key=lambda i: (-scores[i], i)), head, rows.successions)
         reranked = []
         for i in order:
             hit = head[i]
@@ -170,5 +191,6 @@ class FeatureReranker:
             f"rerank: {self.name} ({self.profile.source}), {len(head)} candidates, {moved} moved; "
             f"weights {self.profile.describe(FEATURES)}"
         )
-        explanation.notes.extend(f"rerank: superseded: {reason}" for reason in dict.fromkeys(rows.successions))
+        reasons = dict.fromkeys(s.reason for s in rows.successions)
+        explanation.notes.extend(f"rerank: superseded: {reason}" for reason in reasons)
         return RetrievalResult([*reranked, *tail], explanation)

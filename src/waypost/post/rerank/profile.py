@@ -73,7 +73,7 @@ class RerankProfile:
 
 
 # Hand-set weights per quality mode (chosen on scifact and qmsum train queries, never on test ones).
-_SHARED = {"is_latest": 2.0, "doc_type": 0.1, "recency": 0.05, "boundary": 0.02}
+_SHARED = {"is_latest": 0.5, "doc_type": 0.1, "recency": 0.05, "boundary": 0.02}
 HAND_SET: dict[str, RerankProfile] = {
     "precision": RerankProfile(
         "precision",

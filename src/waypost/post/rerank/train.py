@@ -125,7 +125,7 @@ def _fit(groups: Sequence[TrainingGroup], mean: FloatArray, scale: FloatArray, c
     from sklearn.linear_model import LogisticRegression
 
     x, y = _pairs(groups, mean, scale)
-    if x.shape[0] < 2 or len(set(y.tolist())) < 2:
+    if x.shape[0] < 2 or len(set(y.tolist())) < 2 or not np.abs(x).max() > 1e-9:
         raise WaypostError("not enough labelled pairs to train a reranker (need queries with better and worse hits)")
     model = LogisticRegression(C=c, fit_intercept=False, max_iter=2000)
     model.fit(x, y)
@@ -144,7 +144,7 @@ def fit_profile(groups: Sequence[TrainingGroup], name: str, source: str, folds: 
     base = float(np.mean([_ndcg10(-np.arange(g.labels.size, dtype=np.float64), g.labels) for g in groups]))
     cv: dict[str, float] = {}
     folds = max(2, min(folds, len(groups)))
-    for c in C_GRID:
+    for c in C_GRID if len(groups) >= 2 * folds else ():  # too few queries to hold any out: C=1
         scores: list[float] = []
         for fold in range(folds):
             train = [g for i, g in enumerate(groups) if i % folds != fold]
@@ -156,9 +156,7 @@ def fit_profile(groups: Sequence[TrainingGroup], name: str, source: str, folds: 
             scores += [_ndcg10(((g.features - mean) / scale) @ w, g.labels) for g in held]
         if scores:
             cv[str(c)] = round(float(np.mean(scores)), 4)
-    if not cv:
-        raise WaypostError("not enough labelled pairs to train a reranker (need queries with better and worse hits)")
-    best = max(cv, key=lambda c: cv[c])
+    best = max(cv, key=lambda c: cv[c]) if cv else "1.0"
     weights = _fit(groups, mean, scale, float(best))
     return RerankProfile(
         name,
