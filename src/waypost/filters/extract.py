@@ -6,7 +6,9 @@
 
 No dataset rules: string values are matched as stemmed word sets (with a small synonym table and
 "kind" words such as *movies*/*series* that must agree with the value), code-like values (``TV-MA``,
-``R``) as exact tokens, and numbers by comparison phrases whose unit names a numeric field.
+``R``) as exact tokens, numbers by comparison phrases whose unit names a numeric field, and date phrases
+("after March 2021", "between 2019 and 2021", "last updated in May 2022") against a date field the query
+names, else the only date field (a bare year goes to a numeric year field first, if there is one).
 """
 
 from __future__ import annotations
@@ -18,18 +20,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from waypost.filters.dates import DATE_IN_TEXT, Period, period
 from waypost.filters.model import And, Condition, Filter, Op, all_of
 from waypost.index.metadata import MetadataLookup
 
 if TYPE_CHECKING:
     from waypost.llm.accounting import QueryMetadata
 
-STOPWORDS = frozenset(
+FUNCTION_WORDS = frozenset(
     "a an the and or of for to in on at by with from me my i we you is are be was were there that this these those "
     "which what who whose where when how do does did some any all please show find list give get want "
-    "search looking up "
-    "produced made released rated rating ratings set filmed shot available".split()
+    "search looking up".split()
 )
+STOPWORDS = FUNCTION_WORDS | frozenset("produced made released rated rating ratings set filmed shot available".split())
 TOPIC_MARKERS = frozenset("about involving featuring regarding concerning story stories plot theme themes".split())
 DEFAULT_SYNONYMS = {
     "film": "movie",
@@ -115,7 +118,7 @@ class Extraction:
 
 
 _NUM = r"(\d+(?:\.\d+)?)"
-_YEAR = r"(1[89]\d\d|2[01]\d\d)"
+_YEAR = r"(1[89]\d\d|2[01]\d\d)(?![-/]\d)"  # never the year of an ISO date
 
 
 def _is_code(value: str) -> bool:
@@ -152,6 +155,11 @@ class FilterExtractor:
                 self.forms.append(ValueForm(name, value, content, kinds, count))
         self.codes.sort(key=lambda c: -len(c[1]))
         self._implied: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.date_fields = index.date_fields()
+        # Words that name a date or numeric field ("updated" -> last_updated), for date phrases.
+        self._field_words = {
+            name: _name_stems(name) for name in index.fields if name in self.date_fields or name in index.numeric
+        }
 
     # -- implications: "Horror Movies" only ever occurs with type = Movie ----------------------
     def implied(self, name: str, value: str) -> list[tuple[str, str]]:
@@ -260,7 +268,7 @@ class FilterExtractor:
 
     # -- numbers ------------------------------------------------------------------------------
     def _year_field(self) -> str | None:
-        names = list(self.index.numeric)
+        names = [n for n in self.index.numeric if n not in self.date_fields]
         for name in names:
             if "year" in name.lower():
                 return name
@@ -318,6 +326,7 @@ class FilterExtractor:
             fld = self._unit_field(m.group(2))
             if fld:
                 add(m, [(fld, Op.GTE if m.group(3).lower() == "more" else Op.LTE, float(m.group(1)))])
+        self._dates(query, used, conds, matches)
         year = self._year_field()
         if year is None:
             return
@@ -337,6 +346,92 @@ class FilterExtractor:
         for pattern, spec in patterns:
             for m in re.finditer(pattern, query, re.IGNORECASE):
                 add(m, [(year, op, float(m.group(g))) for op, g in spec])
+
+    # -- dates --------------------------------------------------------------------------------
+    def _named_field(self, query: str, start: int, used: np.ndarray) -> tuple[str, list[tuple[int, int]]] | None:
+        """A date or numeric field named by one of the three words before ``start`` ("last updated in ..."),
+        with the character spans of the naming words."""
+        words = [m for m in re.finditer(r"[^\W\d_]+", query[:start]) if not used[m.start() : m.end()].any()][-3:]
+        for i in range(len(words) - 1, -1, -1):
+            word = words[i].group(0).lower()
+            if word in FUNCTION_WORDS or len(word) < 3:
+                continue
+            stem = _stem(word)
+            named = [n for n, stems in self._field_words.items() if stem in stems]
+            if not named:
+                continue
+            dated = [n for n in named if n in self.date_fields]
+            spans = [words[i].span()]
+            if (
+                i > 0
+                and words[i - 1].group(0).lower() in _DATE_MODIFIERS
+                and words[i - 1].end() + 1 >= words[i].start()
+            ):
+                spans.append(words[i - 1].span())
+            return (dated or named)[0], spans
+        return None
+
+    def _date_target(
+        self, query: str, start: int, used: np.ndarray, periods: list[Period]
+    ) -> tuple[str, list[tuple[int, int]]] | None:
+        """Which date field a phrase filters: the one the query names; else, unless a bare year belongs to a
+        numeric year field, the collection's only date field. ``None``: leave the phrase alone."""
+        named = self._named_field(query, start, used)
+        if named is not None:
+            return named if named[0] in self.date_fields else None
+        if all(p.precision == "year" for p in periods) and self._year_field() is not None:
+            return None
+        return (self.date_fields[0], []) if len(self.date_fields) == 1 else None
+
+    def _dates(self, query: str, used: np.ndarray, conds: list[Condition], matches: list[str]) -> None:
+        if not self.date_fields:
+            return
+        for pattern, spec in _DATE_PHRASES:
+            for m in pattern.finditer(query):
+                if used[m.start() : m.end()].any():
+                    continue
+                periods = [period(m.group(g)) for _op, g in spec]
+                found = [p for p in periods if p is not None]
+                if len(found) != len(periods):
+                    continue
+                target = self._date_target(query, m.start(), used, found)
+                if target is None:
+                    continue
+                name, spans = target
+                used[m.start() : m.end()] = True
+                for a, b in spans:
+                    used[a:b] = True
+                items = [(op, p.filter_value()) for (op, _g), p in zip(spec, found, strict=True)]
+                conds.extend(Condition(name, op, value) for op, value in items)
+                said = query[min([m.start(), *(a for a, _ in spans)]) : m.end()].strip()
+                matches.append(f"{said!r} -> " + " AND ".join(f"{name} {op.symbol} {value}" for op, value in items))
+
+
+_DATE_MODIFIERS = frozenset({"last", "first", "originally", "recently"})
+_GENERIC_NAME_PARTS = frozenset({"date", "time", "at", "on", "dt", "ts", "day", "timestamp", "datetime"})
+
+
+def _name_stems(name: str) -> frozenset[str]:
+    """Stems of a field name's words (``last_updated``, ``publishedAt``), without generic ones such as *date*."""
+    words = re.split(r"[_\W]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower())
+    return frozenset(_stem(w) for w in words if w and w not in _GENERIC_NAME_PARTS)
+
+
+_D = rf"(?<![\w/-])({DATE_IN_TEXT})"
+_DATE_PHRASES: list[tuple[re.Pattern[str], list[tuple[Op, int]]]] = [
+    (re.compile(p, re.IGNORECASE), spec)
+    for p, spec in [
+        (rf"\bbetween\s+{_D}\s+and\s+{_D}", [(Op.GTE, 1), (Op.LTE, 2)]),
+        (rf"\bfrom\s+{_D}\s*(?:to|until|till|through|-|–)\s*{_D}", [(Op.GTE, 1), (Op.LTE, 2)]),
+        (rf"(?:\b(?:from|in)\s+)?{_D}\s+or\s+(?:later|after|newer)\b", [(Op.GTE, 1)]),
+        (rf"(?:\b(?:from|in)\s+)?{_D}\s+or\s+(?:earlier|before|older)\b", [(Op.LTE, 1)]),
+        (rf"\bsince\s+{_D}", [(Op.GTE, 1)]),
+        (rf"\b(?:after|later\s+than|newer\s+than)\s+{_D}", [(Op.GT, 1)]),
+        (rf"\b(?:before|earlier\s+than|older\s+than|prior\s+to)\s+{_D}", [(Op.LT, 1)]),
+        (rf"\b(?:until|till|through)\s+{_D}", [(Op.LTE, 1)]),
+        (rf"\b(?:in|on|during|from|dated)\s+{_D}", [(Op.EQ, 1)]),
+    ]
+]
 
 
 def combine(*filters: Filter | None) -> Filter | None:

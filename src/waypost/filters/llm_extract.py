@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from waypost.filters.dates import format_day, period
 from waypost.filters.extract import Extraction, FilterExtractor
 from waypost.filters.model import Condition, Filter, Op, all_of
 from waypost.llm.accounting import PriceTable, QueryMetadata
@@ -47,6 +48,11 @@ class LLMFilterExtractor:
         index = self.fallback.index
         lines = []
         for name in index.fields:
+            dates = index.date_range(name) if index.stats[name].kind == "date" else None
+            if dates is not None:
+                lo, hi = format_day(dates[0]), format_day(dates[1])
+                lines.append(f"- {name}: date from {lo} to {hi} (compare with YYYY-MM-DD, YYYY-MM or a year)")
+                continue
             rng = index.numeric_range(name)
             if rng is not None:
                 lines.append(f"- {name}: number from {rng[0]:g} to {rng[1]:g}")
@@ -74,7 +80,10 @@ class LLMFilterExtractor:
                 raise InvalidExtraction(f"unknown field {spec.field!r}")
             op = Op(spec.op)
             values = spec.value if isinstance(spec.value, list) else [spec.value]
-            if index.stats[spec.field].kind == "number":
+            if index.stats[spec.field].kind == "date":
+                if any(period(v) is None for v in values):
+                    raise InvalidExtraction(f"{spec.field} needs dates, got {spec.value!r}")
+            elif index.stats[spec.field].kind == "number":
                 if not all(isinstance(v, (int, float)) for v in values):
                     raise InvalidExtraction(f"{spec.field} needs numbers, got {spec.value!r}")
             else:
