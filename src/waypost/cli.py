@@ -370,7 +370,7 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
                     "kind": meta.stats[f].kind,
                     "list": meta.stats[f].is_list,
                     "distinct": meta.distinct(f) or None,
-                    "range": meta.numeric_range(f),
+                    "range": meta.date_span(f) if meta.stats[f].kind == "date" else meta.numeric_range(f),
                 }
                 for f in meta.fields
             },
