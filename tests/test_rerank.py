@@ -98,6 +98,7 @@ def _versions(engine: Engine, newer_metadata: dict[str, object], older_metadata:
     [
         ({"supersedes": "refunds-2023"}, {}, "refunds-2024 declares supersedes=refunds-2023"),
         ({"version": "2.1"}, {"version": "2.0"}, "refunds-2024 has the same title and a later version"),
+        ({"updated": "March 4, 2024"}, {"updated": "2023-11-30"}, "refunds-2024 has the same title and a later date"),
     ],
 )
 def test_a_superseded_document_ranks_below_its_successor_and_explain_says_why(
@@ -114,6 +115,9 @@ def test_a_superseded_document_ranks_below_its_successor_and_explain_says_why(
     old = next(h for h in reranked.hits if h.document_id == "refunds-2023")
     assert old.features is not None and old.features["is_latest"] == 0.0
     assert f"rerank: superseded: {why}" in reranked.explanation.notes
+    if "updated" in newer:  # dated documents: the newest has recency 1, the oldest 0
+        new = next(h for h in reranked.hits if h.document_id == "refunds-2024")
+        assert new.features is not None and (new.features["recency"], old.features["recency"]) == (1.0, 0.0)
     coll.delete(["refunds-2024"])  # the successor gone, the old version is the latest again
     again = coll.retrieve(query, k=4, rerank="default")
     assert again.hits[0].document_id == "refunds-2023"

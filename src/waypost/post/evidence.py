@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.base import DocumentStore, StoredChunk
+from waypost.filters.dates import date_value
 from waypost.filters.model import Condition, Op
 from waypost.index.set import IndexSet
 from waypost.index.topk import Positions
@@ -55,17 +56,6 @@ def _version_number(value: object) -> tuple[int, ...] | None:
         parts = text.split(".")
         if parts and all(part.isdigit() for part in parts):
             return tuple(int(part) for part in parts)
-    return None
-
-
-def date_value(value: object) -> float | None:  # TEMPORARY until the metadata index's date type lands
-    import datetime as dt
-
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value.strip()[:10]).toordinal() - 719163.0
-        except ValueError:
-            return None
     return None
 
 
@@ -223,7 +213,7 @@ class EvidenceGraph:
 
     def date_fields(self) -> list[str]:
         if self._date_fields is None:
-            self._date_fields = list(getattr(self.indexes, "date_fields", lambda: [])())
+            self._date_fields = self.indexes.date_fields()
         return self._date_fields
 
     def tokens(self, positions: Positions | Sequence[int]) -> int:
