@@ -131,21 +131,21 @@ class MetadataIndex:
     def summary(self, name: str, live: BoolArray | None) -> FieldStats | None:
         """Kind, list-ness and count of a field over the ``live`` positions only (``None``: absent)."""
 
-        def alive(pos: IntArray) -> IntArray:
-            return pos if live is None else pos[live[pos]]
+        def held(arrays: list[IntArray]) -> BoolArray:
+            flags = np.zeros(self.size, dtype=np.bool_)
+            if arrays:
+                flags[np.concatenate(arrays)] = True
+            return flags if live is None else flags & live
 
-        empty = np.zeros(0, dtype=np.int64)
-        parts = [alive(p) for p in self.inverted.get(name, {}).values()]
-        strings = np.unique(np.concatenate(parts)) if parts else empty
-        col = self.numeric.get(name)
-        numbers = np.unique(alive(col.positions)) if col is not None else empty
-        dcol = self.dates.get(name)
-        dated = np.unique(alive(dcol.positions)) if dcol is not None else empty
-        if not strings.size and not numbers.size and not dated.size:
+        strings = held(list(self.inverted.get(name, {}).values()))
+        numbers = held([self.numeric[name].positions] if name in self.numeric else [])
+        dated = held([self.dates[name].positions] if name in self.dates else [])
+        counts = (int(strings.sum()), int(numbers.sum()), int(dated.sum()))
+        if not any(counts):
             return None
-        is_list = bool(alive(self.lists[name]).size) if name in self.lists else False
-        documents = int(np.union1d(np.union1d(strings, numbers), dated).size)
-        counts = (int(strings.size), int(numbers.size), int(dated.size))
+        listed = self.lists.get(name)
+        is_list = listed is not None and bool(listed.size if live is None else live[listed].any())
+        documents = int((strings | numbers | dated).sum())
         return FieldStats(field_kind(*counts, documents), is_list, documents, *counts)
 
     def _restat(self) -> None:
