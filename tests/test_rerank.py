@@ -120,8 +120,18 @@ def test_a_superseded_document_ranks_below_its_successor_and_explain_says_why(
         assert new.features is not None and (new.features["recency"], old.features["recency"]) == (1.0, 0.0)
     coll.delete(["refunds-2024"])  # the successor gone, the old version is the latest again
     again = coll.retrieve(query, k=4, rerank="default")
+    assert "refunds-2024" not in {h.document_id for h in again.hits}
+    assert not any("refunds-2024" in note for note in again.explanation.notes)
     assert again.hits[0].document_id == "refunds-2023"
     assert again.hits[0].features is not None and again.hits[0].features["is_latest"] == 1.0
+
+
+def test_a_candidate_named_by_another_is_linked(shop: Engine) -> None:
+    shop.collection("c").add([Document("guide", "Descale the Kettle sheet monthly with citric acid.", "Care guide")])
+    result = shop.collection("c").retrieve("descale with citric acid", k=30, rerank="default")
+    features = {h.document_id: h.features for h in result.hits if h.features is not None}
+    assert features["guide"] is not None and features["guide"]["linked"] == 0.0
+    assert all(f["linked"] == (1.0 if doc == "kettle" else 0.0) for doc, f in features.items())
 
 
 def test_profiles_round_trip_and_bad_names_are_refused(tmp_path: Path) -> None:

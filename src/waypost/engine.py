@@ -358,10 +358,9 @@ class Collection:
         """The reranker ``spec`` names, bound to this collection (see ``waypost.post.rerank.factory``)."""
         from waypost.post.rerank.factory import DEFAULT_DEPTH, make_reranker
 
-        llm = self.engine.llm() if spec.startswith("llm") else None
-        return make_reranker(
-            spec, ctx or self.context(), self.engine.path, llm, self.engine.config.prices, depth or DEFAULT_DEPTH
-        )
+        llm = self.engine.llm() if spec.partition(":")[0] == "llm" else None
+        depth = DEFAULT_DEPTH if depth is None else depth
+        return make_reranker(spec, ctx or self.context(), self.engine.path, llm, self.engine.config.prices, depth)
 
 
 def check_language(language: str) -> str:

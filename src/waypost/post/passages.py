@@ -186,7 +186,9 @@ class PassageAssembler:
             for draft, lo, hi in opened:
                 draft.positions = order[lo : hi + 1]
                 drafts.append(draft)
-        drafts.sort(key=lambda d: -d.score)
+        rank = {id(hit): i for i, (hit, _pos) in enumerate(anchors)}
+        drafts.sort(key=lambda d: rank.get(id(d.source), len(rank)))  # in retrieved order (scores of a
+        # reranked head and an untouched tail do not compare)
         return drafts
 
     # -- output -----------------------------------------------------------------------------------------

@@ -20,6 +20,17 @@ from waypost.base import Reranker
 from waypost.errors import WaypostError
 from waypost.types import Hit, RetrievalResult
 
+_MODELS: dict[tuple[str, str, int, float], Any] = {}  # loaded models, by folder, device, length and mtime
+_MODELS_LOCK = threading.Lock()
+
+
+def _folder_stamp(path: str) -> float:
+    """The newest modification time in the model folder, so a replaced model is loaded afresh."""
+    try:
+        return max((f.stat().st_mtime for f in Path(path).iterdir()), default=0.0)
+    except OSError:
+        return 0.0
+
 
 class CrossEncoderReranker:
     name = "cross-encoder"
@@ -57,6 +68,12 @@ class CrossEncoderReranker:
                 return self._model
             if self._load_error is not None:
                 raise WaypostError(self._load_error)
+            key = (self.path, self.device, self.max_length, _folder_stamp(self.path))
+            with _MODELS_LOCK:
+                shared = _MODELS.get(key)
+            if shared is not None:  # loaded by an earlier reranker (the engine makes one per query)
+                self._model = shared
+                return shared
             try:
                 if not Path(self.path).is_dir():
                     raise WaypostError(f"model folder {self.path} is gone")
@@ -78,6 +95,8 @@ class CrossEncoderReranker:
             except Exception as exc:
                 self._load_error = f"cannot load {self.path}: {short_reason(exc)}"
                 raise WaypostError(self._load_error) from exc
+            with _MODELS_LOCK:
+                _MODELS[key] = self._model
             return self._model
 
     def scores(self, query: str, texts: list[str]) -> list[float]:

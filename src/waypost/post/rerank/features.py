@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from waypost.post.evidence import EvidenceGraph, Succession
+from waypost.post.evidence import EvidenceGraph, Succession, version_key
 from waypost.post.rerank.profile import RerankProfile
 from waypost.retrieval.context import SearchContext
 from waypost.types import Hit, RetrievalResult
@@ -28,6 +28,7 @@ FEATURES: tuple[str, ...] = (
     "document",  # the best relevance of any chunk of the same document
     "section",  # the mean relevance of the chunks of the same section
     "adjacent",  # the best relevance of the chunks just before and after (same section)
+    "linked",  # 1 when another candidate names this chunk's document (a reference edge), else 0
     "heading",  # share of the query's terms found in the title and section headings
     "doc_type",  # 1 when one of the hit's text metadata values is named in the query
     "recency",  # the document's date among the candidates' dates (1 newest, 0.5 undated)
@@ -105,8 +106,6 @@ def compute_features(
         heading_terms = set(analyzer.terms(" ".join([hit.provenance.document_title, *hit.chunk.section])))
         row[col["heading"]] = len(query_terms & heading_terms) / len(query_terms) if query_terms else 0.0
         row[col["is_latest"]] = 1.0
-        from waypost.post.evidence import version_key
-
         dates.append(version_key(hit.metadata, date_fields)[0])
         if pos is None:
             continue
@@ -125,6 +124,13 @@ def compute_features(
         if successors:
             row[col["is_latest"]] = 0.0
             successions.extend(successors)
+    slot_of = {p: j for j, p in enumerate(at) if p is not None}
+    for i, pos in enumerate(at):
+        if pos is not None:
+            for target in graph.get_references(pos):
+                j = slot_of.get(target)
+                if j is not None and j != i:
+                    values[j, col["linked"]] = 1.0
     known = [d for d in dates if d is not None]
     if known:
         lo, hi = min(known), max(known)

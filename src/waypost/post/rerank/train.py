@@ -1,9 +1,9 @@
 """Learned rerank weights: a pairwise linear ranker fitted to training queries, feedback, or both.
 
 For every training query the base strategy's best ``depth`` chunks are retrieved and their features
-computed exactly as the reranker will at query time. A chunk's label comes from the query's qrels (its
-document's grade), its gold spans (the share of the chunk they cover) or recorded feedback (the label of
-a judgement whose span it overlaps). Pairs of candidates with different labels train a logistic
+computed exactly as the reranker will at query time. A chunk's label comes from the gold spans of its
+document where it has them (the share of the chunk they cover), else from the qrels (its document's
+grade), or from recorded feedback (the label of a judgement whose span it overlaps). Pairs of candidates with different labels train a logistic
 regression on feature differences (scikit-learn), so the weights say which features order relevant
 chunks first; the regularisation is chosen by grouped cross-validation over the training queries."""
 
@@ -53,10 +53,14 @@ def label_hits(q: TrainingQuery, hits: Sequence[Hit]) -> FloatArray:
     labels = np.zeros(len(hits), dtype=np.float64)
     for i, hit in enumerate(hits):
         c = hit.chunk
-        value = float(q.documents.get(c.document_id, 0.0))
-        length = max(1, c.end - c.start)
-        covered = sum(max(0, min(c.end, e) - max(c.start, s)) for d, s, e in q.spans if d == c.document_id)
-        value = max(value, min(1.0, covered / length))
+        spans = [(s, e) for d, s, e in q.spans if d == c.document_id]
+        if spans:  # gold evidence says which part of a relevant document is relevant
+            covered = sum(max(0, min(c.end, e) - max(c.start, s)) for s, e in spans)
+            value = min(1.0, covered / max(1, c.end - c.start))
+        elif q.spans and c.document_id in q.documents:  # relevant, but its evidence is not marked: unknown
+            value = 0.5
+        else:
+            value = float(q.documents.get(c.document_id, 0.0))
         for f in q.feedback:
             if f.document_id == c.document_id and min(c.end, f.end) > max(c.start, f.start):
                 value = max(value, f.label) if f.label > 0 else min(value, f.label)
