@@ -5,7 +5,8 @@ computed exactly as the reranker will at query time. A chunk's label comes from 
 document where it has them (the share of the chunk they cover), else from the qrels (its document's
 grade), or from recorded feedback (the label of a judgement whose span it overlaps). Pairs of
 candidates with different labels train a logistic regression on feature differences (scikit-learn),
-so the weights say which features order relevant chunks first; the regularisation is chosen by grouped cross-validation over the training queries."""
+so the weights say which features order relevant chunks first; the regularisation is chosen by
+grouped cross-validation over the training queries."""
 
 from __future__ import annotations
 
