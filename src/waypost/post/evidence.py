@@ -171,10 +171,11 @@ class EvidenceGraph:
         """Read the documents of ``positions`` from the store in one query (a reranker touches many)."""
         wanted = {int(p) for p in positions if int(p) not in self._sections}
         by_position: dict[int, IntArray] = {}
+        seen: set[int] = set()
         for p in sorted(wanted):
-            if p in by_position or any(p in doc for doc in by_position.values()):
-                continue
-            by_position[p] = self.indexes.document_positions(p)
+            if p not in seen:
+                by_position[p] = self.indexes.document_positions(p)
+                seen.update(int(q) for q in by_position[p])
         rows = [int(self.indexes.row_ids[q]) for doc in by_position.values() for q in doc]
         stored = {s.row_id: s for s in self.store.chunks_by_row(self.collection, rows)}
         for doc in by_position.values():

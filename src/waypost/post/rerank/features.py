@@ -28,7 +28,7 @@ FEATURES: tuple[str, ...] = (
     "document",  # the best relevance of any chunk of the same document
     "section",  # the mean relevance of the chunks of the same section
     "adjacent",  # the best relevance of the chunks just before and after (same section)
-    "linked",  # 1 when another candidate names this chunk's document (a reference edge), else 0
+    "linked",  # 1 when one of the best 10 candidates names this chunk's document (a reference edge), else 0
     "heading",  # share of the query's terms found in the title and section headings
     "doc_type",  # 1 when one of the hit's text metadata values is named in the query
     "recency",  # the document's date among the candidates' dates (1 newest, 0.5 undated)
@@ -37,6 +37,7 @@ FEATURES: tuple[str, ...] = (
     "boundary",  # how cleanly the chunk starts and ends (sentence or heading boundaries)
 )
 
+LINK_SOURCES = 10  # candidates whose references are followed (as hybrid follows its best hits' links)
 _SENTENCE_END = re.compile(r"""[.!?:;)\]"'»”]\s*$""")
 _SENTENCE_START = re.compile(r"""^\s*[\(\["'«“]?[\d\p{Lu}]|^\s*[-*#•]""".replace(r"\p{Lu}", "A-ZÀ-ÖØ-Þ"))
 
@@ -125,7 +126,7 @@ def compute_features(
             row[col["is_latest"]] = 0.0
             successions.extend(successors)
     slot_of = {p: j for j, p in enumerate(at) if p is not None}
-    for i, pos in enumerate(at):
+    for i, pos in enumerate(at[:LINK_SOURCES]):
         if pos is not None:
             for target in graph.get_references(pos):
                 j = slot_of.get(target)
