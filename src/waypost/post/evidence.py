@@ -18,7 +18,7 @@ from waypost.filters.dates import date_value
 from waypost.filters.model import Condition, Op
 from waypost.index.set import IndexSet
 from waypost.index.topk import Positions
-from waypost.types import Metadata
+from waypost.types import Hit, Metadata
 
 IntArray = npt.NDArray[np.int64]
 
@@ -223,3 +223,11 @@ class EvidenceGraph:
             stored = self.chunk(int(p))
             total += stored.chunk.token_count if stored is not None else 0
         return total
+
+
+def live_positions(store: DocumentStore, collection: str, indexes: IndexSet, hits: Sequence[Hit]) -> list[int | None]:
+    """Each hit's position in ``indexes`` (``None`` where its chunk is no longer live)."""
+    keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
+    rows = store.row_ids_of(collection, keys)
+    positions = indexes.positions_of(list(rows.values()))
+    return [positions.get(rows.get(key, -1)) for key in keys]

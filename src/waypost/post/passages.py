@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.errors import WaypostError
-from waypost.post.evidence import EvidenceGraph
+from waypost.post.evidence import EvidenceGraph, live_positions
 from waypost.retrieval.context import SearchContext
 from waypost.types import Chunk, Hit, PassageRef, RetrievalResult
 
@@ -115,10 +115,8 @@ class PassageAssembler:
 
     # -- anchors ----------------------------------------------------------------------------------------
     def _positions(self, hits: list[Hit]) -> list[tuple[Hit, int | None]]:
-        keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
-        rows = self.ctx.store.row_ids_of(self.ctx.collection, keys)
-        positions = self.ctx.indexes.positions_of(list(rows.values()))
-        return [(h, positions.get(rows.get(key, -1))) for h, key in zip(hits, keys, strict=True)]
+        at = live_positions(self.ctx.store, self.ctx.collection, self.ctx.indexes, hits)
+        return list(zip(hits, at, strict=True))
 
     # -- policies ---------------------------------------------------------------------------------------
     def _grow(self, anchor: int, scores: npt.NDArray[np.float64]) -> list[int]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from waypost.post.evidence import EvidenceGraph, Succession, version_key
+from waypost.post.evidence import EvidenceGraph, Succession, live_positions, version_key
+from waypost.post.passages import relevance
 from waypost.post.rerank.profile import RerankProfile
 from waypost.retrieval.context import SearchContext
 from waypost.types import Hit, RetrievalResult
@@ -50,12 +51,6 @@ class FeatureRows:
     successions: list[Succession]  # supersedes edges found from the candidates
 
 
-def _relevance(ctx: SearchContext, query: str, dense_share: float) -> npt.NDArray[np.float64]:
-    from waypost.post.passages import relevance
-
-    return relevance(ctx, query, dense_share)
-
-
 def boundary_confidence(text: str) -> float:
     """1 when the chunk starts at a sentence or heading and ends at a sentence end; 0.5 for one of the two."""
     start = 1.0 if _SENTENCE_START.search(text[:8]) else 0.0
@@ -81,14 +76,11 @@ def compute_features(
     if n == 0:
         return FeatureRows(values, [])
     col = {name: i for i, name in enumerate(FEATURES)}
-    rel = _relevance(ctx, query, alpha)
+    rel = relevance(ctx, query, alpha)
     dense = ctx.dense_scores(query)
     lexical = ctx.lexical_scores(query)
     top_lexical = float(lexical.max()) if lexical.size else 0.0
-    keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
-    rows = ctx.store.row_ids_of(ctx.collection, keys)
-    positions = ctx.indexes.positions_of(list(rows.values()))
-    at = [positions.get(rows.get(key, -1)) for key in keys]
+    at = live_positions(ctx.store, ctx.collection, ctx.indexes, hits)
     graph.preload([p for p in at if p is not None])
     language = ctx.indexes.query_language(query)
     analyzer = ctx.indexes.analyzers(language)
