@@ -88,6 +88,23 @@ class StoreConformance:
         assert store.get_document("c", "d1") is None
         assert set(store.snapshot("c").document_ids) == {"d2"}
 
+    def test_row_ids_of_finds_live_chunks_in_one_call(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.create_collection("other", "m", DIM)
+        docs = [item(f"d{i}", LONG) for i in range(150)]  # more keys than one SQL statement binds
+        store.write("c", docs)
+        store.write("other", [item("d0", LONG)])
+        snap = store.snapshot("c")
+        expected = {
+            (s.chunk.document_id, s.chunk.index): s.row_id
+            for s in store.chunks_by_row("c", [int(r) for r in snap.row_ids])
+        }
+        assert len(expected) > 400
+        wanted = [*expected, ("d0", 999), ("missing", 0), ("d1", 0)]  # unknown keys and a repeat
+        assert store.row_ids_of("c", wanted) == expected
+        store.delete("c", ["d1"])
+        assert ("d1", 0) not in store.row_ids_of("c", [("d1", 0), ("d2", 0)])
+
     def test_collections_are_isolated(self, store: DocumentStore) -> None:
         store.create_collection("a", "m", DIM)
         store.create_collection("b", "m", DIM)

@@ -98,6 +98,8 @@ class EvidenceGraph:
         self._chunks: dict[int, StoredChunk] = {}
         self._sections: dict[int, SectionRef] = {}  # position -> its section
         self._date_fields: list[str] | None = None
+        self._live: dict[tuple[str, int], int | None] = {}  # (document, index) -> position, memo
+        self._references: dict[int, list[int]] = {}
 
     def _load(self, position: int) -> None:
         if position in self._sections:
@@ -140,10 +142,23 @@ class EvidenceGraph:
 
     def get_references(self, position: int) -> list[int]:
         """Chunks of the documents this chunk names by title."""
-        stored = self.chunk(position)
-        if stored is None:
-            return []
-        return [int(t) for t in self.indexes.references.targets(position, stored.chunk.text)]
+        if position not in self._references:
+            stored = self.chunk(position)
+            found = self.indexes.references.targets(position, stored.chunk.text) if stored is not None else None
+            self._references[position] = [int(t) for t in found] if found is not None else []
+        return self._references[position]
+
+    def positions(self, hits: Sequence[Hit]) -> list[int | None]:
+        """Each hit's live position (``None`` where its chunk is gone), read once per chunk for the graph's
+        life: the rerank and passage stages of one query ask about the same hits."""
+        keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
+        missing = [key for key in dict.fromkeys(keys) if key not in self._live]
+        if missing:
+            rows = self.store.row_ids_of(self.collection, missing)
+            found = self.indexes.positions_of(list(rows.values()))
+            for key in missing:
+                self._live[key] = found.get(rows.get(key, -1))
+        return [self._live[key] for key in keys]
 
     def get_subgraph(self, anchor: int, depth: int = 1) -> Subgraph:
         """What ``depth`` steps of adjacency and reference edges reach from ``anchor``, and its sections."""
@@ -223,11 +238,3 @@ class EvidenceGraph:
             stored = self.chunk(int(p))
             total += stored.chunk.token_count if stored is not None else 0
         return total
-
-
-def live_positions(store: DocumentStore, collection: str, indexes: IndexSet, hits: Sequence[Hit]) -> list[int | None]:
-    """Each hit's position in ``indexes`` (``None`` where its chunk is no longer live)."""
-    keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
-    rows = store.row_ids_of(collection, keys)
-    positions = indexes.positions_of(list(rows.values()))
-    return [positions.get(rows.get(key, -1)) for key in keys]

@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.errors import WaypostError
-from waypost.post.evidence import EvidenceGraph, live_positions
 from waypost.retrieval.context import SearchContext
 from waypost.types import Chunk, Hit, PassageRef, RetrievalResult
 
@@ -79,7 +78,7 @@ class PassageAssembler:
         self.ctx = ctx
         self.config = config or PassageConfig()
         self.config.check()
-        self.graph = EvidenceGraph(ctx.collection, ctx.indexes, ctx.store)
+        self.graph = ctx.evidence()
         self._documents: dict[str, str] = {}  # document texts read for multi-chunk spans
 
     def assemble(self, query: str, result: RetrievalResult, k: int | None = None) -> RetrievalResult:
@@ -115,7 +114,7 @@ class PassageAssembler:
 
     # -- anchors ----------------------------------------------------------------------------------------
     def _positions(self, hits: list[Hit]) -> list[tuple[Hit, int | None]]:
-        at = live_positions(self.ctx.store, self.ctx.collection, self.ctx.indexes, hits)
+        at = self.graph.positions(hits)
         return list(zip(hits, at, strict=True))
 
     # -- policies ---------------------------------------------------------------------------------------

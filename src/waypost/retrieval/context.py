@@ -22,6 +22,7 @@ from waypost.types import Explanation, Hit, NodeRef, Provenance
 if TYPE_CHECKING:
     from waypost.hierarchy.live import LiveTree
     from waypost.hierarchy.search import TreeArrays
+    from waypost.post.evidence import EvidenceGraph
 
 
 @dataclass
@@ -35,6 +36,7 @@ class SearchContext:
     _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
     _dense: tuple[str, npt.NDArray[np.float32]] | None = field(default=None, repr=False)
     _lexical: tuple[str, npt.NDArray[np.float64]] | None = field(default=None, repr=False)
+    _evidence: EvidenceGraph | None = field(default=None, repr=False)
 
     def query_vector(self, query: str) -> FloatMatrix:
         """The query's embedding, computed once per context (a strategy and its post stages share it)."""
@@ -53,6 +55,15 @@ class SearchContext:
         if self._lexical is None or self._lexical[0] != query:
             self._lexical = (query, self.indexes.bm25.scores(query))
         return self._lexical[1]
+
+    def evidence(self) -> EvidenceGraph:
+        """The evidence graph over this context's indexes, shared by the post stages of one query (the
+        documents a reranker reads are the ones passage assembly grows in)."""
+        if self._evidence is None:
+            from waypost.post.evidence import EvidenceGraph
+
+            self._evidence = EvidenceGraph(self.collection, self.indexes, self.store)
+        return self._evidence
 
     def tree_arrays(self, timer: Timer) -> TreeArrays:
         """The tree over this context's indexes, current with the store (built on first use)."""

@@ -493,12 +493,16 @@ class SQLiteStore:
 
     def row_ids_of(self, collection: str, chunks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
         out: dict[tuple[str, int], int] = {}
-        for doc, idx in dict.fromkeys(chunks):
-            row = self._conn.execute(
-                "SELECT row_id FROM chunks WHERE collection=? AND document_id=? AND idx=?", (collection, doc, idx)
-            ).fetchone()
-            if row is not None:
-                out[(doc, idx)] = int(row[0])
+        wanted = list(dict.fromkeys((str(doc), int(idx)) for doc, idx in chunks))
+        for start in range(0, len(wanted), 400):  # 2 variables each, under SQLite's limit
+            part = wanted[start : start + 400]
+            pairs = ",".join("(?,?)" for _ in part)
+            rows = self._conn.execute(
+                f"WITH wanted(d, i) AS (VALUES {pairs}) SELECT c.document_id, c.idx, c.row_id FROM wanted"
+                " JOIN chunks c ON c.collection=? AND c.document_id=wanted.d AND c.idx=wanted.i",
+                (*[v for pair in part for v in pair], collection),
+            ).fetchall()
+            out.update({(str(r[0]), int(r[1])): int(r[2]) for r in rows})
         return out
 
     def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]:

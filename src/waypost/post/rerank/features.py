@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from waypost.post.evidence import EvidenceGraph, Succession, live_positions, version_key
+from waypost.post.evidence import EvidenceGraph, Succession, version_key
 from waypost.post.passages import relevance
 from waypost.post.rerank.profile import RerankProfile
 from waypost.retrieval.context import SearchContext
@@ -80,7 +80,7 @@ def compute_features(
     dense = ctx.dense_scores(query)
     lexical = ctx.lexical_scores(query)
     top_lexical = float(lexical.max()) if lexical.size else 0.0
-    at = live_positions(ctx.store, ctx.collection, ctx.indexes, hits)
+    at = graph.positions(hits)
     graph.preload([p for p in at if p is not None])
     language = ctx.indexes.query_language(query)
     analyzer = ctx.indexes.analyzers(language)
@@ -167,7 +167,7 @@ class FeatureReranker:
     def rerank(self, query: str, result: RetrievalResult) -> RetrievalResult:
         t0 = time.perf_counter()
         head, tail = result.hits[: self.depth], result.hits[self.depth :]
-        graph = EvidenceGraph(self.ctx.collection, self.ctx.indexes, self.ctx.store)
+        graph = self.ctx.evidence()
         rows = compute_features(self.ctx, graph, query, head)
         scores = self.profile.score(rows.values, FEATURES)
         order = below_successors(sorted(range(len(head)), key=lambda i: (-scores[i], i)), head, rows.successions)

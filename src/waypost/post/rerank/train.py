@@ -20,7 +20,6 @@ import numpy.typing as npt
 from waypost.base import Feedback
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter
-from waypost.post.evidence import EvidenceGraph
 from waypost.post.rerank.features import FEATURES, compute_features
 from waypost.post.rerank.profile import RerankProfile
 from waypost.progress import track
@@ -93,8 +92,7 @@ def collect_groups(
         )
         if not result.hits:
             continue
-        graph = EvidenceGraph(ctx.collection, ctx.indexes, ctx.store)
-        rows = compute_features(ctx, graph, q.text, result.hits)
+        rows = compute_features(ctx, ctx.evidence(), q.text, result.hits)
         labels = label_hits(q, result.hits)
         if labels.max() > labels.min():
             groups.append(TrainingGroup(q.text, rows.values, labels))
