@@ -16,6 +16,10 @@ from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Filter
+from waypost.graph.extract import DEFAULT_SPACY_MODEL, SpacyExtractor
+from waypost.graph.graph import GraphConfig
+from waypost.graph.live import GraphCache, LiveGraph
+from waypost.graph.model import Extractor
 from waypost.hierarchy.live import LiveTree, TreeCache
 from waypost.hierarchy.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from waypost.hierarchy.tree import TreeConfig
@@ -52,6 +56,9 @@ class EngineConfig:
     prices: PriceTable = field(default_factory=PriceTable)
     tree: TreeConfig | None = None  # the RAPTOR tree's shape (None: a stored tree keeps its own; new: default)
     tree_summarizer: str = "extractive"  # extractive (no LLM) | llm (the configured LLM writes summaries)
+    graph_extractor: str = "spacy"  # spacy (offline NER and noun phrases) | llm (OpenIE triples from the LLM)
+    spacy_model: str = DEFAULT_SPACY_MODEL  # an installed spaCy pipeline package
+    graph: GraphConfig | None = None  # synonym, community and drift settings (None: defaults)
 
 
 class Engine:
@@ -69,6 +76,7 @@ class Engine:
             background=self.config.background_index_work,
         )
         self.trees = TreeCache(self.store, self.embedder, self._summarizer, self.config.tree)
+        self.graphs = GraphCache(self.store, self.embedder, self._graph_extractor, config=self.config.graph)
         self._embedders: dict[str, Embedder] = {}
         self._coverage: dict[str, CoverageBook] = {}
         self._lock = threading.Lock()
@@ -97,6 +105,19 @@ class Engine:
         if llm is None:
             raise WaypostError("tree_summarizer='llm' needs an LLM: set llm (for example 'smollm2')")
         return LLMSummarizer(llm, extractive, self.config.prices)
+
+    def _graph_extractor(self) -> Extractor:
+        offline = SpacyExtractor(self.config.spacy_model)
+        if self.config.graph_extractor == "spacy":
+            return offline
+        if self.config.graph_extractor != "llm":
+            raise WaypostError(f"graph_extractor must be 'spacy' or 'llm', not {self.config.graph_extractor!r}")
+        llm = self.llm()
+        if llm is None:
+            raise WaypostError("graph_extractor='llm' needs an LLM: set llm (for example 'smollm2')")
+        from waypost.graph.llm_extract import LLMExtractor
+
+        return LLMExtractor(llm, offline, self.config.prices)
 
     def use_llm(self, llm: LLMProvider | None) -> None:
         """Use an already-built provider (or none) for this engine's LLM-backed steps."""
@@ -176,6 +197,7 @@ class Engine:
         self.store.drop_collection(name)
         self.indexes.forget(name)
         self.trees.forget(name)
+        self.graphs.forget(name)
 
 
 class Collection:
@@ -238,11 +260,16 @@ class Collection:
             self.engine.store,
             self.engine.coverage(embedder),
             self.engine.trees.live(self.name),
+            self.engine.graphs.live(self.name),
         )
 
     def tree(self) -> LiveTree:
         """This collection's RAPTOR tree (``get()`` builds it on first use; ``rebuild()``, ``status()``)."""
         return self.engine.trees.live(self.name)
+
+    def graph(self) -> LiveGraph:
+        """This collection's knowledge graph (``get()`` builds it on first use; ``rebuild()``, ``status()``)."""
+        return self.engine.graphs.live(self.name)
 
     def extractor(self) -> FilterExtractor:
         """The rule-based filter extractor over this collection's current fields and values."""

@@ -25,6 +25,7 @@ from waypost.filters.model import Condition, Op
 from waypost.index.metadata import MetadataLookup
 from waypost.post.passages import PassageConfig
 from waypost.progress import track
+from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.types import Hit
 
 COLLECTION = "corpus"
@@ -142,7 +143,9 @@ def run_eval(
         collection, ingest = prepare(dataset, engine, show_progress)
         depth = max(k, 100)
         queries = dataset.queries[:limit] if limit else dataset.queries
-        # build indexes (and a tree, for tree strategies), load the model
+        # build indexes (and a tree or a graph, for the strategies that use one), load the model
+        if strategy_spec(strategy).needs_graph if strategy != "web" else False:
+            collection.graph().get(show_progress=show_progress)
         collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10, params=params, rerank=rerank)
         per_query: dict[str, list[float]] = {}
         groups: dict[str, dict[str, list[float]]] = {}

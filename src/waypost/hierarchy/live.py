@@ -29,10 +29,10 @@ def _builder_name() -> str:
     return f"{BUILDER}:{socket.gethostname()}:{os.getpid()}"
 
 
-def _dead_builder(name: str) -> bool:
+def _dead_builder(name: str, prefix: str = BUILDER) -> bool:
     """A builder consumer left by a process of this host that no longer runs (killed mid-rebuild)."""
     parts = name.split(":")
-    if len(parts) != 3 or parts[0] != BUILDER or parts[1] != socket.gethostname() or not parts[2].isdigit():
+    if len(parts) != 3 or parts[0] != prefix or parts[1] != socket.gethostname() or not parts[2].isdigit():
         return False
     try:
         os.kill(int(parts[2]), 0)

@@ -20,6 +20,7 @@ from waypost.index.topk import Mask, Positions, Scores
 from waypost.types import Explanation, Hit, NodeRef, Provenance
 
 if TYPE_CHECKING:
+    from waypost.graph.live import LiveGraph
     from waypost.hierarchy.live import LiveTree
     from waypost.hierarchy.search import TreeArrays
     from waypost.post.evidence import EvidenceGraph
@@ -33,6 +34,7 @@ class SearchContext:
     store: DocumentStore
     coverage: CoverageBook | None = None
     tree: LiveTree | None = None  # the collection's RAPTOR tree, for hierarchical strategies
+    graph: LiveGraph | None = None  # the collection's knowledge graph, for graph strategies
     _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
     _dense: tuple[str, npt.NDArray[np.float32]] | None = field(default=None, repr=False)
     _lexical: tuple[str, npt.NDArray[np.float64]] | None = field(default=None, repr=False)

@@ -13,6 +13,7 @@ from waypost.retrieval.context import SearchContext
 from waypost.retrieval.dense import DenseRetriever
 from waypost.retrieval.doc_summary import DocSummaryParams, DocSummaryRetriever
 from waypost.retrieval.fusion import FusionConfig
+from waypost.retrieval.hipporag import HippoParams
 from waypost.retrieval.hybrid import HybridRetriever
 from waypost.retrieval.metadata import MetadataRetriever
 from waypost.retrieval.params import NoParams, parse_params
@@ -26,6 +27,13 @@ class Strategy:
     make: Callable[[SearchContext, FusionConfig, Any], Retriever]
     params: type[Any] = NoParams
     needs_tree: bool = False
+    needs_graph: bool = False
+
+
+def _hipporag(ctx: SearchContext, fusion: FusionConfig, params: HippoParams) -> Retriever:
+    from waypost.retrieval.hipporag import HippoRAGRetriever  # the graph stack loads on first use
+
+    return HippoRAGRetriever(ctx, fusion, params)
 
 
 def _auto_merge(ctx: SearchContext, fusion: FusionConfig, params: PassageStrategyParams) -> Retriever:
@@ -50,6 +58,7 @@ STRATEGIES: dict[str, Strategy] = {
     "doc-summary": Strategy(DocSummaryRetriever, DocSummaryParams, True),
     "auto-merge": Strategy(_auto_merge, PassageStrategyParams),
     "small-to-big": Strategy(_small_to_big, PassageStrategyParams),
+    "hipporag": Strategy(_hipporag, HippoParams, needs_graph=True),
 }
 
 
