@@ -11,7 +11,7 @@ from waypost.filters.model import Filter
 from waypost.index.topk import top_k
 from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
-from waypost.retrieval.graph_support import allowed_chunks, describe_seeds, graph_view, link_query
+from waypost.retrieval.graph_support import GraphView, allowed_chunks, describe_seeds, graph_view, link_query
 from waypost.retrieval.hybrid import hybrid_search
 from waypost.types import RetrievalResult
 
@@ -20,13 +20,14 @@ from waypost.types import RetrievalResult
 class HippoParams:
     damping: float = 0.5  # PageRank's damping (HippoRAG 2 uses 0.5)
     passages: int = 30  # best hybrid passages seeded
-    passage_share: float = 0.5  # share of the reset mass on passage seeds (the rest on entity seeds)
+    passage_share: float = 0.2  # share of the reset mass on passage seeds (the rest on entity seeds)
     vector_k: int = 5  # named entities linked by name vector
-    vector_threshold: float = 0.5
+    vector_threshold: float = 0.7
     relation_weight: float = 1.0  # entity-entity edges against mention edges (1)
-    title_weight: float = 1.0  # a chunk's edge to its document's title entity
+    title_weight: float = 3.0  # a chunk's edge to its document's title entity
     phrases: bool = True  # noun phrases the query names seed too (else named entities only)
-    blend: float = 0.0  # share of the hybrid score in the final one (0: PageRank mass alone)
+    path_bonus: float = 0.3  # reward for a pair of top passages that one links to the other's title entity
+    blend: float = 0.5  # share of the hybrid score in the final one (0: PageRank mass alone)
 
     def check(self) -> str:
         if not 0.0 < self.damping < 1.0:
@@ -100,10 +101,16 @@ class HippoRAGRetriever:
                 top_hybrid = float(hybrid_node.max())
                 mass = (1 - p.blend) * mass / max(top_mass, 1e-12) + p.blend * hybrid_node / max(top_hybrid, 1e-12)
             chunk_scores = np.where(ok, mass, -np.inf)
-            best, best_scores = top_k(chunk_scores.astype(np.float32), k, None)
+            best, best_scores = top_k(chunk_scores.astype(np.float32), max(k, 20), None)
             keep = np.isfinite(best_scores)
-            out_pos = view.chunk_positions[best[keep]]
-            out_scores = best_scores[keep]
+            best, best_scores = best[keep], best_scores[keep]
+            if p.path_bonus > 0 and best.size > 2:
+                best, best_scores, note = self._best_path(view, best, best_scores, p.path_bonus)
+                if note:
+                    explanation_notes.append(note)
+            best, best_scores = best[:k], best_scores[:k]
+            out_pos = view.chunk_positions[best]
+            out_scores = best_scores
         stages["ppr"] = ranked_table(out_pos, out_scores)
         with timer.stage("fetch"):
             hits = self.ctx.hits(out_pos, out_scores, self.name, stages)
@@ -114,3 +121,43 @@ class HippoRAGRetriever:
             f"graph: {a.entities} entities, {a.chunk_rows.size} chunks"
         )
         return RetrievalResult(hits, explanation)
+
+    @staticmethod
+    def _best_path(
+        view: GraphView, nodes: np.ndarray, scores: np.ndarray, bonus: float
+    ) -> tuple[np.ndarray, np.ndarray, str]:
+        """Put first the pair of candidates with the best joint score, where a pair whose one passage names
+        the other's title entity (a bridge) earns ``bonus``."""
+        g = view.graph
+        a = view.arrays
+        rows = [int(a.chunk_rows[j]) for j in nodes.tolist()]
+        top = float(scores[0]) if scores[0] > 0 else 1.0
+        s = scores.astype(np.float64) / top
+        mentions = [set(g.row_entities.get(r, [])) for r in rows]
+        names = [{t} if (t := g.row_title.get(r)) is not None else set() for r in rows]  # title entities
+
+        def link(x: int, y: int) -> bool:
+            return bool(names[y] & mentions[x]) or bool(names[x] & mentions[y])
+
+        best_pair, best_value, linked = (0, 1), s[0] + s[1], False
+        m = min(len(rows), 10)
+        for i in range(m):
+            for j in range(i + 1, len(rows)):
+                linked_ij = link(i, j)
+                value = s[i] + s[j] + (bonus if linked_ij else 0.0)
+                if value > best_value + 1e-12:
+                    best_pair, best_value, linked = (i, j), value, linked_ij
+        i, j = best_pair
+
+        def linked_to_pair(x: int) -> bool:
+            return link(x, i) or link(x, j)
+
+        rest = [x for x in range(len(rows)) if x not in (i, j)]
+        rest.sort(key=lambda x: -(s[x] + (bonus if linked_to_pair(x) else 0.0)))
+        order = [i, j, *rest]
+        note = ""
+        if linked and (i, j) != (0, 1):
+            title_i, title_j = g.row_title.get(rows[i]), g.row_title.get(rows[j])
+            named = [g.entities[t].name for t in (title_i, title_j) if t is not None]
+            note = f"bridge: the best pair of passages is linked by a title ({' / '.join(named)})"
+        return nodes[order], scores[order], note
