@@ -29,13 +29,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_tree import bench_store  # noqa: E402
+from bench_tree import bench_store
 
-from waypost.evaluation.beir import load_corpus  # noqa: E402
-from waypost.evaluation.metrics import percentile  # noqa: E402
-from waypost.evaluation.runner import COLLECTION  # noqa: E402
-from waypost.retrieval.registry import STRATEGIES  # noqa: E402
-from waypost.types import Document  # noqa: E402
+from waypost.evaluation.beir import load_corpus
+from waypost.evaluation.metrics import percentile
+from waypost.evaluation.runner import COLLECTION
+from waypost.retrieval.registry import STRATEGIES
+from waypost.types import Document
 
 NEW_PARAGRAPH = Document(
     id="bench-graph-new",

@@ -520,11 +520,6 @@ def test_kill_9_in_the_middle_of_a_save(built: Path, after_kills: dict[str, Path
             assert (graph.entity_named("Chien-Shiung Wu") is not None) == (mode == "update")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LiveGraph forgets dead builders only in rebuild(): a rebuild killed -9 holds the change log "
-    "(its graph-build:<host>:<pid> consumer) until the next rebuild; LiveTree forgets them on load too",
-)
 def test_a_killed_rebuild_does_not_hold_the_change_log(after_kills: dict[str, Path], minilm: Embedder) -> None:
     with open_engine(after_kills["rebuild"], minilm) as engine:
         engine.collection("c").graph().get(build=False)
@@ -532,12 +527,6 @@ def test_a_killed_rebuild_does_not_hold_the_change_log(after_kills: dict[str, Pa
         assert held == [], f"a killed rebuild still holds the change log: {held}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GraphStore.save_changes checks only the stored generation: a graph rebuilt by another process at the "
-    "generation this process's graph (reached incrementally, so with other ids) is at goes unnoticed, and the "
-    "next update writes this graph's entities, mentions and communities over the other's ids",
-)
 def test_an_update_after_another_process_rebuilt_at_the_same_generation(
     built: Path, tmp_path: Path, minilm: Embedder
 ) -> None:

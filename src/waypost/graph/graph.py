@@ -102,6 +102,7 @@ class KnowledgeGraph:
         self.communities: dict[int, Community] = {}
         self.member_of: dict[int, list[int]] = {}  # entity -> the communities holding it, top level first
         self.generation = 0
+        self.build_id = ""  # set when stored: updates are written only over the build they started from
         self.next_entity = 0
         self.next_relation = 0
         self.next_community = 0

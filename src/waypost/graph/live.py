@@ -129,10 +129,13 @@ class LiveGraph:
                     return self.rebuild(show_progress)
                 self._graph = loaded[0]
                 self._incarnation = current
+                self.forget_dead_builders()
             self._catch_up(show_progress)
             return self._graph
 
     def _extract(self, chunks: list[ChunkInput], show_progress: bool, what: str) -> list[ChunkExtraction]:
+        if not chunks:
+            return []  # a catch-up that only deletes needs no model
         with progress_bar(show_progress and len(chunks) > 0) as bar:
             task = bar.add_task(what, total=len(chunks)) if bar is not None else None
 

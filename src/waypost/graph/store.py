@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from waypost.graph.graph import Community, Entity, GraphConfig, KnowledgeGraph, 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS graphs (
     collection TEXT PRIMARY KEY,
+    build TEXT NOT NULL,
     generation INTEGER NOT NULL,
     version TEXT NOT NULL,
     extractor TEXT NOT NULL,
@@ -117,9 +119,21 @@ class GraphStore:
         self.path = Path(path)
         conn = self._connect()
         try:
+            if self._outdated(conn):  # derived data in an earlier layout: dropped, rebuilt on next use
+                for table in ("graphs", *_TABLES):
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
             conn.executescript(SCHEMA)
         finally:
             conn.close()
+
+    @staticmethod
+    def _outdated(conn: sqlite3.Connection) -> bool:
+        wanted = {"graphs": "build", "graph_mentions": "title"}
+        for table, column in wanted.items():
+            columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            if columns and column not in columns:
+                return True
+        return False
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
@@ -169,10 +183,10 @@ class GraphStore:
             record = self._record(conn, collection)
             if record is None:
                 return None
-            counters = json.loads(
-                conn.execute("SELECT counters FROM graphs WHERE collection=?", (collection,)).fetchone()[0]
-            )
+            head = conn.execute("SELECT counters, build FROM graphs WHERE collection=?", (collection,)).fetchone()
+            counters = json.loads(head[0])
             graph = KnowledgeGraph(record.config)
+            graph.build_id = str(head[1])
             for i, key, name, label, description, vector in conn.execute(
                 "SELECT id, key, name, label, description, vector FROM graph_entities WHERE collection=?",
                 (collection,),
@@ -267,8 +281,10 @@ class GraphStore:
     def save_new(
         self, collection: str, graph: KnowledgeGraph, version: str, extractor: str, reporter: str, stats: dict[str, Any]
     ) -> None:
-        """Replace the collection's graph with ``graph``, whole, in one transaction."""
+        """Replace the collection's graph with ``graph``, whole, in one transaction (a new build id: an update
+        made from an earlier build is refused from then on)."""
         now = time.time()
+        graph.build_id = uuid.uuid4().hex[:16]
         with self._transaction(write=True) as conn:
             for table in _TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE collection=?", (collection,))
@@ -287,10 +303,10 @@ class GraphStore:
                 [self._community_row(collection, c) for c in graph.communities.values()],
             )
             conn.execute(
-                "INSERT INTO graphs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO graphs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    collection, graph.generation, version, extractor, reporter, json.dumps(graph.config.to_dict()),
-                    self._counters(graph), json.dumps(stats), now, now,
+                    collection, graph.build_id, graph.generation, version, extractor, reporter,
+                    json.dumps(graph.config.to_dict()), self._counters(graph), json.dumps(stats), now, now,
                 ),
             )  # fmt: skip
 
@@ -307,9 +323,9 @@ class GraphStore:
         """Write what one update touched. ``False`` (nothing written) when the stored graph is no longer at
         ``base_generation``: another process moved it; reload instead."""
         with self._transaction(write=True) as conn:
-            row = conn.execute("SELECT generation FROM graphs WHERE collection=?", (collection,)).fetchone()
-            if row is None or int(row[0]) != base_generation:
-                return False
+            row = conn.execute("SELECT generation, build FROM graphs WHERE collection=?", (collection,)).fetchone()
+            if row is None or int(row[0]) != base_generation or str(row[1]) != graph.build_id:
+                return False  # another process updated or rebuilt it: its ids are not ours
             gone_rows = [(collection, r) for r in sorted(touched.removed_rows | touched.added_rows)]
             conn.executemany("DELETE FROM graph_mentions WHERE collection=? AND chunk_row=?", gone_rows)
             conn.executemany("DELETE FROM graph_relations WHERE collection=? AND chunk_row=?", gone_rows)
