@@ -13,9 +13,13 @@ from waypost.retrieval.context import SearchContext
 from waypost.retrieval.dense import DenseRetriever
 from waypost.retrieval.doc_summary import DocSummaryParams, DocSummaryRetriever
 from waypost.retrieval.fusion import FusionConfig
+from waypost.retrieval.graph_global import GlobalParams
+from waypost.retrieval.graph_local import LocalParams
 from waypost.retrieval.hipporag import HippoParams
 from waypost.retrieval.hybrid import HybridRetriever
+from waypost.retrieval.lightrag import LightParams
 from waypost.retrieval.metadata import MetadataRetriever
+from waypost.retrieval.multihop import MultihopParams
 from waypost.retrieval.params import NoParams, parse_params
 from waypost.retrieval.passage_strategy import PassageStrategyParams
 from waypost.retrieval.raptor_collapsed import CollapsedParams, RaptorCollapsedRetriever
@@ -34,6 +38,30 @@ def _hipporag(ctx: SearchContext, fusion: FusionConfig, params: HippoParams) -> 
     from waypost.retrieval.hipporag import HippoRAGRetriever  # the graph stack loads on first use
 
     return HippoRAGRetriever(ctx, fusion, params)
+
+
+def _graph_local(ctx: SearchContext, fusion: FusionConfig, params: LocalParams) -> Retriever:
+    from waypost.retrieval.graph_local import GraphLocalRetriever
+
+    return GraphLocalRetriever(ctx, fusion, params)
+
+
+def _graph_global(ctx: SearchContext, fusion: FusionConfig, params: GlobalParams) -> Retriever:
+    from waypost.retrieval.graph_global import GraphGlobalRetriever
+
+    return GraphGlobalRetriever(ctx, fusion, params)
+
+
+def _lightrag(ctx: SearchContext, fusion: FusionConfig, params: LightParams) -> Retriever:
+    from waypost.retrieval.lightrag import LightRAGRetriever
+
+    return LightRAGRetriever(ctx, fusion, params)
+
+
+def _multihop(ctx: SearchContext, fusion: FusionConfig, params: MultihopParams) -> Retriever:
+    from waypost.retrieval.multihop import MultihopRetriever
+
+    return MultihopRetriever(ctx, fusion, params)
 
 
 def _auto_merge(ctx: SearchContext, fusion: FusionConfig, params: PassageStrategyParams) -> Retriever:
@@ -59,6 +87,10 @@ STRATEGIES: dict[str, Strategy] = {
     "auto-merge": Strategy(_auto_merge, PassageStrategyParams),
     "small-to-big": Strategy(_small_to_big, PassageStrategyParams),
     "hipporag": Strategy(_hipporag, HippoParams, needs_graph=True),
+    "graph-local": Strategy(_graph_local, LocalParams, needs_graph=True),
+    "graph-global": Strategy(_graph_global, GlobalParams, needs_graph=True),
+    "lightrag": Strategy(_lightrag, LightParams, needs_graph=True),
+    "multihop": Strategy(_multihop, MultihopParams, needs_graph=True),
 }
 
 
