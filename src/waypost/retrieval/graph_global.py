@@ -29,10 +29,10 @@ from waypost.retrieval.graph_local import (
     TextIndex,
     chunk_relevance,
     collection_language,
+    shared_view,
     specificity,
     top_chunks,
 )
-from waypost.retrieval.graph_support import graph_view
 from waypost.types import RetrievalResult
 
 
@@ -140,7 +140,7 @@ class GraphGlobalRetriever:
         p = self.params
         ctx = self.ctx
         mask = ctx.prefilter(filters, timer)
-        view = graph_view(ctx, timer)
+        view = shared_view(ctx, timer)
         graph, a = view.graph, view.arrays
         assert ctx.graph is not None
         with timer.stage("reports_index"):

@@ -78,7 +78,7 @@ class GraphLocalRetriever:
         p = self.params
         ctx = self.ctx
         mask = ctx.prefilter(filters, timer)
-        view = graph_view(ctx, timer)
+        view = shared_view(ctx, timer)
         graph, a = view.graph, view.arrays
         rel = chunk_relevance(ctx, view, query, mask, self.fusion, timer, max(k, p.depth))
         with timer.stage("link"):
@@ -187,6 +187,15 @@ def describe_relations(graph: KnowledgeGraph, weighted: Sequence[tuple[float, Re
 
 
 # -- shared by the graph strategies ---------------------------------------------------------------------
+
+
+def shared_view(ctx: SearchContext, timer: Timer) -> GraphView:
+    """The graph view with hipporag's default edge weights. These strategies read no edge weight; asking
+    for the same ones as hipporag keeps one cached array set (``graph_view`` caches one) for all of them."""
+    from waypost.retrieval.hipporag import HippoParams
+
+    defaults = HippoParams()
+    return graph_view(ctx, timer, defaults.relation_weight, defaults.title_weight)
 
 
 def specificity(entity: Entity) -> float:

@@ -25,11 +25,12 @@ from waypost.retrieval.graph_local import (
     chunk_relevance,
     describe_relations,
     relation_texts,
+    shared_view,
     specificity,
     text_index,
     top_chunks,
 )
-from waypost.retrieval.graph_support import GraphView, graph_view, link_query
+from waypost.retrieval.graph_support import GraphView, link_query
 from waypost.types import RetrievalResult
 
 
@@ -73,7 +74,7 @@ class LightRAGRetriever:
         p = self.params
         ctx = self.ctx
         mask = ctx.prefilter(filters, timer)
-        view = graph_view(ctx, timer)
+        view = shared_view(ctx, timer)
         graph, a = view.graph, view.arrays
         with timer.stage("graph_index"):
             names = text_index(ctx, "light-entity-names", _entity_names)
