@@ -9,8 +9,6 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from waypost.graph.graph import Community, Entity, GraphConfig, KnowledgeGraph, Relation, Touched
+from waypost.store.tables import SideTables
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS graphs (
@@ -112,11 +111,11 @@ def _vector(blob: bytes | None) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(blob, dtype=np.float16).astype(np.float32)
 
 
-class GraphStore:
+class GraphStore(SideTables):
     """Reads and writes knowledge graphs in the SQLite file at ``path`` (the collection store's file)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        super().__init__(path)
         conn = self._connect()
         try:
             if self._outdated(conn):  # derived data in an earlier layout: dropped, rebuilt on next use
@@ -134,27 +133,6 @@ class GraphStore:
             if columns and column not in columns:
                 return True
         return False
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        return conn
-
-    @contextmanager
-    def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
 
     def record(self, collection: str) -> GraphRecord | None:
         conn = self._connect()

@@ -10,8 +10,6 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from waypost.hierarchy.tree import Tree, TreeConfig, TreeNode
+from waypost.store.tables import SideTables
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trees (
@@ -81,36 +80,14 @@ def _half(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
 
 
-class TreeStore:
+class TreeStore(SideTables):
     """Reads and writes trees in the SQLite file at ``path`` (the collection store's file)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        super().__init__(path)
         conn = self._connect()
         try:
             conn.executescript(SCHEMA)
-        finally:
-            conn.close()
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        return conn
-
-    @contextmanager
-    def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction on a fresh connection: committed when the block ends, rolled back if it raises."""
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         finally:
             conn.close()
 
