@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -318,6 +319,30 @@ def test_add_updates_through_the_change_log(built: Path, tmp_path: Path, minilm:
 
 
 # -- 3. delete (the acceptance test) --------------------------------------------------------------------------
+def test_a_catch_up_waits_for_the_queries_reading_the_graph(built: Path, tmp_path: Path, minilm: Embedder) -> None:
+    path = copy_of(built, tmp_path)
+    with open_engine(path, minilm) as engine:
+        coll = engine.collection("c")
+        live = coll.graph()
+        live.get()
+        with live.reading() as graph:
+            assert graph is not None
+            before = signature(graph)
+            coll.add([WU])
+            writer = threading.Thread(target=live.get)
+            writer.start()
+            writer.join(timeout=3.0)
+            assert writer.is_alive(), "the catch-up did not wait for the reading query"
+            assert signature(graph) == before, "the graph changed under a reading query"
+            assert live.get() is graph  # inside the read, the graph is served as it is
+        writer.join(timeout=60.0)
+        assert not writer.is_alive()
+        caught_up = live.get()
+        assert caught_up is not None and caught_up.entity_named("Chien-Shiung Wu") is not None
+        hits = coll.retrieve("Chien-Shiung Wu experiment", "hipporag", k=5).hits
+        assert "wu" in {h.document_id for h in hits}
+
+
 def test_delete_leaves_nothing_behind(built: Path, tmp_path: Path, minilm: Embedder) -> None:
     path = copy_of(built, tmp_path)
     with open_engine(path, minilm) as engine:

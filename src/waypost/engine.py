@@ -33,6 +33,7 @@ from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
+from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.store.sqlite import SQLiteStore
 from waypost.types import Document, Hit, RetrievalResult
 
@@ -347,6 +348,9 @@ class Collection:
             from waypost.retrieval.metadata import MetadataRetriever
 
             result = MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, want, filters)
+        elif strategy != "web" and strategy_spec(strategy).needs_graph and ctx.graph is not None:
+            with ctx.graph.reading():  # no catch-up changes the graph while this query reads it
+                result = make_retriever(strategy, ctx, fusion, params).retrieve(query, want, filters)
         else:
             result = make_retriever(strategy, ctx, fusion, params).retrieve(query, want, filters)
         if reranker is not None:

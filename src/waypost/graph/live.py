@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,10 @@ class LiveGraph:
         self.reporter = reporter
         self.config = config
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # readers left, or a catch-up ended
+        self._readers = 0  # queries reading the graph now (a catch-up waits for none)
+        self._writing = False  # a catch-up is changing the graph in place
+        self._local = threading.local()  # per thread: how deep inside ``reading`` it is
         self._graph: KnowledgeGraph | None = None
         self._incarnation = ""
         self.last_update: dict[str, Any] = {}
@@ -112,8 +117,44 @@ class LiveGraph:
         with self._lock:
             return self._graph is not None or self.graphs.record(self.collection) is not None
 
+    @contextmanager
+    def reading(self) -> Iterator[KnowledgeGraph | None]:
+        """Hold the graph still for one query: it is caught up first, then no catch-up changes it until the
+        block ends; inside, ``get`` serves it as it is (a query filters chunks by the live indexes, so a
+        deleted document is never returned even if the graph is a step behind)."""
+        graph = self.get()
+        with self._lock:
+            while self._writing:
+                self._changed.wait()
+            self._readers += 1
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        try:
+            yield self._graph if self._graph is not None else graph
+        finally:
+            self._local.depth = depth
+            with self._lock:
+                self._readers -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Change the graph in place once no query reads it (the caller holds ``_lock``)."""
+        self._writing = True
+        try:
+            while self._readers > getattr(self._local, "depth", 0):
+                self._changed.wait()
+            yield
+        finally:
+            self._writing = False
+            self._changed.notify_all()
+
     def get(self, build: bool = True, show_progress: bool = False) -> KnowledgeGraph | None:
         with self._lock:
+            if getattr(self._local, "depth", 0) > 0 and self._graph is not None:
+                return self._graph  # inside ``reading``: as it is
+            while self._writing:
+                self._changed.wait()
             current = _uid(self.store.version(self.collection))
             if self._graph is not None and self._incarnation != current:
                 self._graph = None  # the collection was dropped and made again
@@ -182,7 +223,9 @@ class LiveGraph:
         finally:
             self.store.forget_consumer(self.collection, builder)
         with self._lock:
-            self._graph = graph
+            while self._writing:
+                self._changed.wait()
+            self._graph = graph  # queries reading the old graph keep it: it is not changed again
             self._incarnation = _uid(snapshot.version)
             self._catch_up(show_progress)
             return graph
@@ -204,16 +247,19 @@ class LiveGraph:
         added = changes.added
         extractions = self._extract(inputs_of(added), show_progress, "graph: extracting new chunks")
         pairs = list(zip(added.row_ids.tolist(), extractions, strict=True))
-        touched = graph.apply(changes.removed_rows.tolist(), pairs, self._embed, changes.generation)
-        rewrote = graph.changed_since_leiden > graph.config.drift_threshold * max(1, graph.entities_at_leiden)
-        if rewrote:
-            dirty, dropped = detect(graph), set[int]()
-        else:
-            dirty, dropped = update(graph, touched)
-        write_reports(graph, dirty, self.reporter)
-        self._embed_reports(graph, sorted(dirty))
-        if not self.graphs.save_changes(self.collection, graph, base, touched, dirty, dropped, rewrote):
-            self._graph = None  # another process moved the stored graph: take that one
+        with self._exclusive():
+            touched = graph.apply(changes.removed_rows.tolist(), pairs, self._embed, changes.generation)
+            rewrote = graph.changed_since_leiden > graph.config.drift_threshold * max(1, graph.entities_at_leiden)
+            if rewrote:
+                dirty, dropped = detect(graph), set[int]()
+            else:
+                dirty, dropped = update(graph, touched)
+            write_reports(graph, dirty, self.reporter)
+            self._embed_reports(graph, sorted(dirty))
+            saved = self.graphs.save_changes(self.collection, graph, base, touched, dirty, dropped, rewrote)
+            if not saved:
+                self._graph = None  # another process moved the stored graph: take that one
+        if not saved:
             self.get(build=True, show_progress=show_progress)
             return
         self.store.acknowledge(self.collection, CONSUMER, graph.generation, changes.version)
