@@ -19,7 +19,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import json
-import random
 import resource
 import statistics
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_tree import bench_store
+from bench_tree import bench_store, sample_queries
 
 from waypost.evaluation.beir import load_corpus
 from waypost.evaluation.metrics import percentile
@@ -103,11 +102,7 @@ def latency(data: Path, rounds: int = 3, queries: int = 200) -> dict[str, Any]:
     try:
         coll = engine.collection(COLLECTION)
         coll.graph().get(show_progress=True)
-        rng = random.Random(7)
-        texts = []
-        for doc in rng.sample(list(dataset.corpus()), queries):
-            sentences = [s for s in doc.text.split(". ") if len(s.split()) > 4] or [doc.text]
-            texts.append(rng.choice(sentences)[:200])
+        texts = sample_queries(dataset, queries)
         for strategy in strategies:
             coll.retrieve(texts[0], strategy)
         per: dict[str, list[dict[str, float]]] = {s: [] for s in strategies}

@@ -45,6 +45,16 @@ def bench_store(dataset: BeirDataset) -> Engine:
     return engine
 
 
+def sample_queries(dataset: BeirDataset, count: int, seed: int = 7) -> list[str]:
+    """``count`` queries for a corpus without any: a sentence of a random paragraph each."""
+    rng = random.Random(seed)
+    texts = []
+    for doc in rng.sample(list(dataset.corpus()), count):
+        sentences = [s for s in doc.text.split(". ") if len(s.split()) > 4] or [doc.text]
+        texts.append(rng.choice(sentences)[:200])
+    return texts
+
+
 def store_bytes(engine: Engine) -> int:
     conn = engine.store._conn
     rows = conn.execute(
@@ -122,12 +132,7 @@ def latency(data: Path, rounds: int = 3, queries: int = 200) -> dict[str, Any]:
     engine = bench_store(dataset)
     try:
         coll = engine.collection(COLLECTION)
-        rng = random.Random(7)
-        docs = list(dataset.corpus())
-        texts = []
-        for doc in rng.sample(docs, queries):
-            sentences = [s for s in doc.text.split(". ") if len(s.split()) > 4] or [doc.text]
-            texts.append(rng.choice(sentences)[:200])
+        texts = sample_queries(dataset, queries)
         for strategy in ("hybrid", "raptor-collapsed"):
             coll.retrieve(texts[0], strategy)
         per: dict[str, list[dict[str, float]]] = {"hybrid": [], "raptor-collapsed": []}
