@@ -600,6 +600,10 @@ def test_cli_build_and_status(plain: Path, built: Path, tmp_path: Path, cli: Cli
     assert bad.exit_code == 2 and "--extractor must be one of spacy, llm" in bad.stderr
     no_llm = cli.invoke(app, ["graph", "build", *where, "--extractor", "llm"])
     assert no_llm.exit_code == 2 and "needs an LLM: pass --llm" in no_llm.stderr
+    bad = cli.invoke(app, ["graph", "build", *where, "--reports", "abstract"])
+    assert bad.exit_code == 2 and "--reports must be one of extractive, llm" in bad.stderr
+    no_llm = cli.invoke(app, ["graph", "build", *where, "--reports", "llm"])
+    assert no_llm.exit_code == 2 and "--reports llm needs an LLM: pass --llm" in no_llm.stderr
 
     build = waypost("graph", "build", *where, "--json")  # a real process, as a user runs it
     assert build.returncode == 0, build.stderr

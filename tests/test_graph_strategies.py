@@ -247,3 +247,18 @@ def test_graph_global_with_an_llm_keeps_the_reports_it_rates(collection: Collect
     assert "LLM rating failed: reports in their retrieval order" in notes(result)
     assert result.explanation.llm is not None and result.explanation.llm.fallbacks
     assert result.hits
+
+
+def test_the_engine_gives_graph_global_its_llm(collection: Collection) -> None:
+    engine = collection.engine
+    llm = RatingLLM("Elsbeth Varnholt")
+    engine.use_llm(llm)
+    try:
+        result = collection.retrieve(QUESTION, "graph-global", k=K)
+        assert len(llm.prompts) == 1 and result.explanation.llm is not None
+        assert result.explanation.llm.llm_calls == 1 and BRIDGE in documents(result)
+        offline = collection.retrieve(QUESTION, "graph-global", k=K, params={"rate": 0})
+        assert len(llm.prompts) == 1 and offline.explanation.llm is None
+    finally:
+        engine.use_llm(None)
+    assert collection.retrieve(QUESTION, "graph-global", k=K).explanation.llm is None

@@ -729,31 +729,51 @@ ExtractorOpt = Annotated[
         "default: the stored graph's extractor, else spacy."
     ),
 ]
+GRAPH_REPORTS = ("extractive", "llm")
+ReportsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Community reports: extractive (no LLM) or llm (written by the --llm); "
+        "default: the stored graph's, else extractive."
+    ),
+]
 SpacyModelOpt = Annotated[
     str | None, typer.Option(help="An installed spaCy pipeline package; default: the stored graph's, else the default.")
 ]
 NO_GRAPH = "collection {!r} has no graph (build one with: waypost graph build)"
 
 
-def _stored_extractor(store: Path, collection: str) -> tuple[str | None, str | None]:
-    """(kind, spaCy model) of the collection's stored graph: ("spacy", MODEL), ("llm", None) or (None, None)."""
+def _stored_extractor(store: Path, collection: str) -> tuple[str | None, str | None, str | None]:
+    """(extractor kind, spaCy model, reports kind) of the collection's stored graph: ("spacy", MODEL, ...) or
+    ("llm", None, ...) with "extractive" or "llm" reports; (None, None, None) without a graph."""
     record = GraphStore(_existing(store) / "store.sqlite").record(collection)
     if record is None:
-        return None, None
+        return None, None, None
     kind, _, rest = record.extractor.partition(":")
-    return kind, (rest.split(":", 1)[0] or None) if kind == "spacy" else None
+    reports = "llm" if record.reporter.startswith("llm:") else "extractive"
+    return kind, (rest.split(":", 1)[0] or None) if kind == "spacy" else None, reports
 
 
 def _graph_engine(
-    store: Path, collection: str, extractor: str | None, llm: str, spacy_model: str | None, lenient: bool = False
+    store: Path,
+    collection: str,
+    extractor: str | None,
+    llm: str,
+    spacy_model: str | None,
+    lenient: bool = False,
+    reports: str | None = None,
 ) -> tuple[Engine, bool]:
-    """An engine whose graph extractor is ``extractor`` (default: the one that made the stored graph, so that
-    catching up extends that graph instead of replacing it). The flag says whether it can extract: with
-    ``lenient``, an LLM-made graph without an --llm is only read (True otherwise, or an error)."""
-    stored, stored_model = _stored_extractor(store, collection)
+    """An engine whose graph extractor and reporter are ``extractor`` and ``reports`` (default: the ones that
+    made the stored graph, so that catching up extends that graph instead of replacing it). The flag says
+    whether it can extend it: with ``lenient``, a graph an LLM made without an --llm is only read (True
+    otherwise, or an error)."""
+    stored, stored_model, stored_reports = _stored_extractor(store, collection)
     kind = extractor or stored or "spacy"
+    report_kind = reports or stored_reports or "extractive"
     if kind not in GRAPH_EXTRACTORS:
         _fail(f"--extractor must be one of {', '.join(GRAPH_EXTRACTORS)}, not {kind!r}")
+    if report_kind not in GRAPH_REPORTS:
+        _fail(f"--reports must be one of {', '.join(GRAPH_REPORTS)}, not {report_kind!r}")
     can_extract = True
     if kind == "llm" and llm == "none":
         if not lenient and extractor:
@@ -762,8 +782,15 @@ def _graph_engine(
             _fail("the stored graph was made by an LLM: pass --llm (for example smollm2) to extend it, "
                   "or --extractor spacy to rebuild it offline")  # fmt: skip
         kind, can_extract = "spacy", False
+    if report_kind == "llm" and llm == "none":
+        if not lenient and reports:
+            _fail("--reports llm needs an LLM: pass --llm (for example smollm2)")
+        if not lenient:
+            _fail("the stored graph's community reports were written by an LLM: pass --llm (for example smollm2) "
+                  "to extend it, or --reports extractive to rebuild it offline")  # fmt: skip
+        report_kind, can_extract = "extractive", False
     model = spacy_model or (stored_model if stored == "spacy" else None) or DEFAULT_SPACY_MODEL
-    config = EngineConfig(llm=llm, graph_extractor=kind, spacy_model=model)
+    config = EngineConfig(llm=llm, graph_extractor=kind, spacy_model=model, graph_reports=report_kind)
     return Engine(_existing(store), config), can_extract
 
 
@@ -783,12 +810,14 @@ def graph_build(
     collection: CollOpt = DEFAULT_COLLECTION,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build anew and swap it in atomically.")] = False,
     extractor: ExtractorOpt = None,
+    reports: ReportsOpt = None,
     llm: LlmOpt = "none",
     spacy_model: SpacyModelOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Build the graph if the collection has none (else bring it up to date with the collection)."""
-    engine, _ = _graph_engine(store, collection, extractor, llm, spacy_model)
+    """Build the graph if the collection has none (else bring it up to date with the collection); a graph
+    another extractor or reporter made is built anew."""
+    engine, _ = _graph_engine(store, collection, extractor, llm, spacy_model, reports=reports)
     with engine:
         live = engine.collection(collection).graph()
         if rebuild:
@@ -1031,7 +1060,7 @@ def graph_show(
         live = engine.collection(collection).graph()
         if can_extract:
             graph = live.get(build=False)
-        else:  # made by an LLM and none given: what is stored, not caught up
+        else:  # an LLM made it and none is given: what is stored, not caught up
             loaded = live.graphs.load(collection)
             graph = loaded[0] if loaded is not None else None
             behind = engine.store.generation(collection) - (graph.generation if graph is not None else 0)

@@ -16,6 +16,7 @@ from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Filter
+from waypost.graph.communities import CommunityReporter, ExtractiveReporter
 from waypost.graph.extract import DEFAULT_SPACY_MODEL, SpacyExtractor
 from waypost.graph.graph import GraphConfig
 from waypost.graph.live import GraphCache, LiveGraph
@@ -58,6 +59,7 @@ class EngineConfig:
     tree: TreeConfig | None = None  # the RAPTOR tree's shape (None: a stored tree keeps its own; new: default)
     tree_summarizer: str = "extractive"  # extractive (no LLM) | llm (the configured LLM writes summaries)
     graph_extractor: str = "spacy"  # spacy (offline NER and noun phrases) | llm (OpenIE triples from the LLM)
+    graph_reports: str = "extractive"  # extractive (no LLM) | llm (the configured LLM writes community reports)
     spacy_model: str = DEFAULT_SPACY_MODEL  # an installed spaCy pipeline package
     graph: GraphConfig | None = None  # synonym, community and drift settings (None: defaults)
 
@@ -77,7 +79,9 @@ class Engine:
             background=self.config.background_index_work,
         )
         self.trees = TreeCache(self.store, self.embedder, self._summarizer, self.config.tree)
-        self.graphs = GraphCache(self.store, self.embedder, self._graph_extractor, config=self.config.graph)
+        self.graphs = GraphCache(
+            self.store, self.embedder, self._graph_extractor, self._graph_reporter, config=self.config.graph
+        )
         self._embedders: dict[str, Embedder] = {}
         self._coverage: dict[str, CoverageBook] = {}
         self._lock = threading.Lock()
@@ -119,6 +123,19 @@ class Engine:
         from waypost.graph.llm_extract import LLMExtractor
 
         return LLMExtractor(llm, offline, self.config.prices)
+
+    def _graph_reporter(self) -> CommunityReporter:
+        extractive = ExtractiveReporter()
+        if self.config.graph_reports == "extractive":
+            return extractive
+        if self.config.graph_reports != "llm":
+            raise WaypostError(f"graph_reports must be 'extractive' or 'llm', not {self.config.graph_reports!r}")
+        llm = self.llm()
+        if llm is None:
+            raise WaypostError("graph_reports='llm' needs an LLM: set llm (for example 'smollm2')")
+        from waypost.graph.llm_report import LLMReporter
+
+        return LLMReporter(llm, extractive, self.config.prices)
 
     def use_llm(self, llm: LLMProvider | None) -> None:
         """Use an already-built provider (or none) for this engine's LLM-backed steps."""
@@ -262,6 +279,8 @@ class Collection:
             self.engine.coverage(embedder),
             self.engine.trees.live(self.name),
             self.engine.graphs.live(self.name),
+            self.engine.llm,
+            self.engine.config.prices,
         )
 
     def tree(self) -> LiveTree:

@@ -13,7 +13,10 @@ MIN_MEMBERS = 2
 
 
 class CommunityReporter(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """Stored with the graph: a graph another reporter wrote is built again."""
+        ...
 
     def report(self, graph: KnowledgeGraph, community: Community) -> tuple[str, str, list[int]]:
         """(title, report text, chunk rows the report cites)."""

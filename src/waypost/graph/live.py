@@ -161,9 +161,11 @@ class LiveGraph:
             if self._graph is None:
                 loaded = self.graphs.load(self.collection)
                 if loaded is not None and (
-                    _uid(loaded[1].version) != current or loaded[1].extractor != self.extractor.name
+                    _uid(loaded[1].version) != current
+                    or loaded[1].extractor != self.extractor.name
+                    or loaded[1].reporter != self.reporter.name
                 ):
-                    loaded = None  # an earlier incarnation's graph, or one another extractor made: build anew
+                    loaded = None  # an earlier incarnation's graph, or another extractor's or reporter's: build anew
                 if loaded is None:
                     if not build:
                         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -17,6 +17,8 @@ from waypost.errors import WaypostError
 from waypost.filters.model import Filter
 from waypost.index.set import IndexSet
 from waypost.index.topk import Mask, Positions, Scores
+from waypost.llm.accounting import PriceTable
+from waypost.llm.base import LLMProvider
 from waypost.types import Explanation, Hit, NodeRef, Provenance
 
 if TYPE_CHECKING:
@@ -35,10 +37,16 @@ class SearchContext:
     coverage: CoverageBook | None = None
     tree: LiveTree | None = None  # the collection's RAPTOR tree, for hierarchical strategies
     graph: LiveGraph | None = None  # the collection's knowledge graph, for graph strategies
+    llm_source: Callable[[], LLMProvider | None] | None = None  # the configured LLM, loaded on first ask
+    prices: PriceTable = field(default_factory=PriceTable)
     _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
     _dense: tuple[str, npt.NDArray[np.float32]] | None = field(default=None, repr=False)
     _lexical: tuple[str, npt.NDArray[np.float64]] | None = field(default=None, repr=False)
     _evidence: EvidenceGraph | None = field(default=None, repr=False)
+
+    def llm(self) -> LLMProvider | None:
+        """The engine's LLM for strategies with an LLM step, or None (they then run their offline path)."""
+        return self.llm_source() if self.llm_source is not None else None
 
     def query_vector(self, query: str) -> FloatMatrix:
         """The query's embedding, computed once per context (a strategy and its post stages share it)."""

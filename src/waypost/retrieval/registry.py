@@ -49,7 +49,8 @@ def _graph_local(ctx: SearchContext, fusion: FusionConfig, params: LocalParams) 
 def _graph_global(ctx: SearchContext, fusion: FusionConfig, params: GlobalParams) -> Retriever:
     from waypost.retrieval.graph_global import GraphGlobalRetriever
 
-    return GraphGlobalRetriever(ctx, fusion, params)
+    llm = ctx.llm() if params.rate > 0 else None  # the map step, when an LLM is configured
+    return GraphGlobalRetriever(ctx, fusion, params, llm, ctx.prices)
 
 
 def _lightrag(ctx: SearchContext, fusion: FusionConfig, params: LightParams) -> Retriever:
