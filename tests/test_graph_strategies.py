@@ -262,3 +262,14 @@ def test_the_engine_gives_graph_global_its_llm(collection: Collection) -> None:
     finally:
         engine.use_llm(None)
     assert collection.retrieve(QUESTION, "graph-global", k=K).explanation.llm is None
+
+
+def test_hipporag_takes_no_title_the_query_names_for_a_bridge(collection: Collection) -> None:
+    bridged = collection.retrieve(QUESTION, "hipporag", k=K)
+    assert documents(bridged)[:2] == [FIRST_HOP, BRIDGE] or documents(bridged)[:2] == [BRIDGE, FIRST_HOP]
+    # the query names the founder: the link from the observatory to her paragraph is no longer a hidden hop
+    named = collection.retrieve(
+        "Where did Elsbeth Varnholt, founder of Marrowdale Observatory, study?", "hipporag", k=K
+    )
+    assert BRIDGE in documents(named)
+    assert not any(n.startswith("bridge:") and "Elsbeth Varnholt" in n for n in named.explanation.notes), notes(named)

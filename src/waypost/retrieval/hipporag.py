@@ -3,6 +3,7 @@ entities and from the passages' own hybrid scores; passages are ranked by the ma
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,7 +106,8 @@ class HippoRAGRetriever:
             keep = np.isfinite(best_scores)
             best, best_scores = best[keep], best_scores[keep]
             if p.path_bonus > 0 and best.size > 2:
-                best, best_scores, note = self._best_path(view, best, best_scores, p.path_bonus)
+                named = {int(a.entity_ids[sd.node]) for sd in seeds if sd.how == "name"}
+                best, best_scores, note = self._best_path(view, best, best_scores, p.path_bonus, named)
                 if note:
                     explanation_notes.append(note)
             best, best_scores = best[:k], best_scores[:k]
@@ -124,40 +126,44 @@ class HippoRAGRetriever:
 
     @staticmethod
     def _best_path(
-        view: GraphView, nodes: np.ndarray, scores: np.ndarray, bonus: float
+        view: GraphView, nodes: np.ndarray, scores: np.ndarray, bonus: float, named: set[int]
     ) -> tuple[np.ndarray, np.ndarray, str]:
         """Put first the pair of candidates with the best joint score, where a pair whose one passage names
-        the other's title entity (a bridge) earns ``bonus``."""
+        the other's title entity (a bridge) earns ``bonus`` times the title's rarity (a hub's title, which
+        many chunks name, links little). A title the query itself names (``named``) is no bridge: the
+        bridge of a two-hop question is the entity the question leaves out."""
         g = view.graph
         a = view.arrays
         rows = [int(a.chunk_rows[j]) for j in nodes.tolist()]
         top = float(scores[0]) if scores[0] > 0 else 1.0
         s = scores.astype(np.float64) / top
         mentions = [set(g.row_entities.get(r, [])) for r in rows]
-        names = [{t} if (t := g.row_title.get(r)) is not None else set() for r in rows]  # title entities
+        names = [{t} if (t := g.row_title.get(r)) is not None and t not in named else set() for r in rows]
+        total = max(2, int(a.chunk_rows.size))
 
-        def link(x: int, y: int) -> bool:
-            return bool(names[y] & mentions[x]) or bool(names[x] & mentions[y])
+        def rarity(entity: int) -> float:
+            """1 for a title one chunk mentions, 0 for one every chunk does: a hub links everything."""
+            return math.log(total / max(1, len(g.entities[entity].rows))) / math.log(total)
+
+        def link(x: int, y: int) -> float:
+            shared = (names[y] & mentions[x]) | (names[x] & mentions[y])
+            return bonus * max(rarity(t) for t in shared) if shared else 0.0
 
         best_pair, best_value, linked = (0, 1), s[0] + s[1], False
         m = min(len(rows), 10)
         for i in range(m):
             for j in range(i + 1, len(rows)):
-                linked_ij = link(i, j)
-                value = s[i] + s[j] + (bonus if linked_ij else 0.0)
+                gain = link(i, j)
+                value = s[i] + s[j] + gain
                 if value > best_value + 1e-12:
-                    best_pair, best_value, linked = (i, j), value, linked_ij
+                    best_pair, best_value, linked = (i, j), value, gain > 0
         i, j = best_pair
-
-        def linked_to_pair(x: int) -> bool:
-            return link(x, i) or link(x, j)
-
         rest = [x for x in range(len(rows)) if x not in (i, j)]
-        rest.sort(key=lambda x: -(s[x] + (bonus if linked_to_pair(x) else 0.0)))
+        rest.sort(key=lambda x: -(s[x] + max(link(x, i), link(x, j))))
         order = [i, j, *rest]
         note = ""
         if linked and (i, j) != (0, 1):
             title_i, title_j = g.row_title.get(rows[i]), g.row_title.get(rows[j])
-            named = [g.entities[t].name for t in (title_i, title_j) if t is not None]
-            note = f"bridge: the best pair of passages is linked by a title ({' / '.join(named)})"
+            titles = [g.entities[t].name for t in (title_i, title_j) if t is not None]
+            note = f"bridge: the best pair of passages is linked by a title ({' / '.join(titles)})"
         return nodes[order], scores[order], note
