@@ -99,40 +99,36 @@ class Engine:
                 self._llm_ready = True
             return self._llm
 
-    def _summarizer(self, collection: str) -> Summarizer:
-        language = self.store.collection_language(collection) or "en"
-        extractive = ExtractiveSummarizer(language)
-        if self.config.tree_summarizer == "extractive":
-            return extractive
-        if self.config.tree_summarizer != "llm":
-            raise WaypostError(f"tree_summarizer must be 'extractive' or 'llm', not {self.config.tree_summarizer!r}")
+    def _llm_choice(self, setting: str, value: str, offline: str) -> LLMProvider | None:
+        """None for a setting's offline choice, the engine's LLM for ``llm``; else a clear error."""
+        if value == offline:
+            return None
+        if value != "llm":
+            raise WaypostError(f"{setting} must be '{offline}' or 'llm', not {value!r}")
         llm = self.llm()
         if llm is None:
-            raise WaypostError("tree_summarizer='llm' needs an LLM: set llm (for example 'smollm2')")
-        return LLMSummarizer(llm, extractive, self.config.prices)
+            raise WaypostError(f"{setting}='llm' needs an LLM: set llm (for example 'smollm2')")
+        return llm
+
+    def _summarizer(self, collection: str) -> Summarizer:
+        extractive = ExtractiveSummarizer(self.store.collection_language(collection) or "en")
+        llm = self._llm_choice("tree_summarizer", self.config.tree_summarizer, "extractive")
+        return extractive if llm is None else LLMSummarizer(llm, extractive, self.config.prices)
 
     def _graph_extractor(self) -> Extractor:
         offline = SpacyExtractor(self.config.spacy_model)
-        if self.config.graph_extractor == "spacy":
-            return offline
-        if self.config.graph_extractor != "llm":
-            raise WaypostError(f"graph_extractor must be 'spacy' or 'llm', not {self.config.graph_extractor!r}")
-        llm = self.llm()
+        llm = self._llm_choice("graph_extractor", self.config.graph_extractor, "spacy")
         if llm is None:
-            raise WaypostError("graph_extractor='llm' needs an LLM: set llm (for example 'smollm2')")
+            return offline
         from waypost.graph.llm_extract import LLMExtractor
 
         return LLMExtractor(llm, offline, self.config.prices)
 
     def _graph_reporter(self) -> CommunityReporter:
         extractive = ExtractiveReporter()
-        if self.config.graph_reports == "extractive":
-            return extractive
-        if self.config.graph_reports != "llm":
-            raise WaypostError(f"graph_reports must be 'extractive' or 'llm', not {self.config.graph_reports!r}")
-        llm = self.llm()
+        llm = self._llm_choice("graph_reports", self.config.graph_reports, "extractive")
         if llm is None:
-            raise WaypostError("graph_reports='llm' needs an LLM: set llm (for example 'smollm2')")
+            return extractive
         from waypost.graph.llm_report import LLMReporter
 
         return LLMReporter(llm, extractive, self.config.prices)
