@@ -169,3 +169,42 @@ def test_cli_passages(tmp_path: Path, minilm: Embedder) -> None:
     assert "Grease the motor bearings" in top["text"]
     bad = subprocess.run([*base, "--passages", "paragraphs"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert bad.returncode == 2 and "--passages must be one of" in bad.stderr
+
+
+def test_a_repeated_heading_is_two_sections_and_no_chunk_comes_twice(tmp_path: Path, minilm: Embedder) -> None:
+    text = (
+        "# Notes\nThe pump impeller was replaced after the spring inspection found cracks.\n"
+        "# Setup\nMount the frame on a level base and tighten the anchor bolts.\n"
+        "# Notes\nThe new pump impeller runs quietly and the flow is back to normal.\n"
+    )
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=20, background_index_work=False))
+    engine.register_embedder(minilm)
+    coll = engine.collection("c", create=True)
+    coll.add([Document("log", text), Document("manual", MANUAL, "Pump manual"), *NOTES])
+    query = "pump impeller"
+    for tokens in (10, 1024):  # 10: no section fits whole; 1024: both do
+        hits = coll.retrieve(query, "hybrid", k=10, passages=PassageConfig(PassagePolicy.AUTO_MERGE, tokens)).hits
+        log = [h for h in hits if h.document_id == "log"]
+        assert {c for h in log for c in (h.passage.chunk_ids if h.passage else ())} >= {"log#0", "log#2"}
+        for h in log:
+            assert_exact(engine, h)
+            assert h.passage is not None and "log#1" not in h.passage.chunk_ids  # never across "# Setup"
+    # overlapping windows that cannot join (40 tokens) share no chunk
+    for policy in PassagePolicy:
+        config = PassageConfig(policy, tokens=40, window=1, keep=0.0)
+        hits = coll.retrieve(
+            "maintain the pump seal, bearings, strainer and impeller", "hybrid", k=20, passages=config
+        ).hits
+        ids = [c for h in hits for c in (h.passage.chunk_ids if h.passage else (h.chunk.id,))]
+        assert len(ids) == len(set(ids)), f"{policy}: a chunk comes twice"
+        for h in hits:
+            assert_exact(engine, h)
+    # a passage strategy's passages are not taken apart again by --passages
+    merged = coll.retrieve("warranty frost", "auto-merge", k=3).hits
+    again = coll.retrieve(
+        "warranty frost", "auto-merge", k=3, passages=PassageConfig(PassagePolicy.SMALL_TO_BIG, window=0)
+    )
+    assert [h.chunk.id for h in again.hits] == [h.chunk.id for h in merged]
+    assert [h.passage.chunk_ids for h in again.hits if h.passage] == [h.passage.chunk_ids for h in merged if h.passage]
+    assert any("returned passages already" in n for n in again.explanation.notes)
+    engine.close()

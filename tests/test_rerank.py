@@ -13,10 +13,11 @@ import pytest
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
-from waypost.post.rerank.features import FEATURES, boundary_confidence
+from waypost.post.evidence import Succession
+from waypost.post.rerank.features import FEATURES, below_successors, boundary_confidence
 from waypost.post.rerank.profile import RerankProfile, load_profile, save_profile
 from waypost.post.rerank.train import TrainingGroup, collect_groups, feedback_queries, fit_profile
-from waypost.types import Document
+from waypost.types import Chunk, Document, Hit, Provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -240,3 +241,52 @@ def test_cli_rerank_feedback_and_training(tmp_path: Path) -> None:
     assert missing.returncode != 0 and "no rerank profile 'nope'" in missing.stderr
     nothing = _cli("rerank", "train", "--name", "x", "--store", str(store))
     assert nothing.returncode != 0 and "DATASET, --feedback, or both" in nothing.stderr
+
+
+def _hit(document_id: str, index: int) -> Hit:
+    return Hit(Chunk(document_id, index, "x", 0, 1, 1), 1.0, "hybrid", Provenance("c", document_id, "test"))
+
+
+def test_no_old_version_stays_above_a_successor_however_many_versions_and_chunks() -> None:
+    """Three versions of three chunks each, the oldest ranked first, and every older/newer pair an edge
+    (as the evidence graph gives them), among unrelated hits."""
+    hits = [_hit(v, i) for v in ("v1", "v2", "v3") for i in range(3)] + [_hit("other", 0), _hit("more", 0)]
+    edges = [Succession(new, old, "same title, later date") for old, new in (("v1", "v2"), ("v1", "v3"), ("v2", "v3"))]
+    order = below_successors(list(range(len(hits))), hits, edges)
+    assert sorted(order) == list(range(len(hits)))
+    first = {doc: min(n for n, i in enumerate(order) if hits[i].document_id == doc) for doc in ("v1", "v2", "v3")}
+    for s in edges:
+        last_old = max(n for n, i in enumerate(order) if hits[i].document_id == s.older)
+        assert first[s.newer] < min(n for n, i in enumerate(order) if hits[i].document_id == s.older) <= last_old
+    ranked = list(dict.fromkeys(hits[i].document_id for i in order))  # documents by their best hit
+    assert ranked.index("v3") < ranked.index("v2") < ranked.index("v1")
+    assert [hits[i].document_id for i in order if hits[i].document_id in ("other", "more")] == ["other", "more"]
+    # a cycle of edges cannot hang or drop a hit
+    loop = [Succession("v1", "v2", "declared"), Succession("v2", "v1", "declared")]
+    assert sorted(below_successors(list(range(6)), hits[:6], loop)) == list(range(6))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[]", "no JSON object"),
+        ('{"format": 1, "kind": "linear", "name": "x", "weights": [1, 2]}', "must map feature names"),
+        ('{"format": 1, "kind": "linear", "name": "x", "weights": {"dense": NaN}}', "not finite"),
+        ('{"format": 1, "kind": "linear", "name": "x", "weights": {"sparkle": 1.0}}', "unknown features"),
+        ('{"format": 1, "kind": "linear", "name": "x", "weights": {"dense": "high"}}', "must map feature names"),
+    ],
+)
+def test_a_malformed_profile_is_refused_with_its_path(tmp_path: Path, content: str, message: str) -> None:
+    from waypost.post.rerank.profile import PROFILE_FORMAT
+
+    path = tmp_path / "broken.json"
+    path.write_text(content.replace('"format": 1', f'"format": {json.dumps(PROFILE_FORMAT)}'))
+    with pytest.raises(WaypostError, match=f"broken.json cannot be read: .*{message}"):
+        load_profile(str(path), [])
+
+
+def test_rerank_train_refuses_a_bad_name_before_training(tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "waypost.cli", "rerank", "train", str(tmp_path / "no-such-dataset")]
+    for name, message in (("default", "hand-set profile"), ("a/b", "letters, digits"), ("x.json", "without .json")):
+        done = subprocess.run([*cli, "--name", name], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 2 and message in done.stderr, done.stderr

@@ -578,10 +578,14 @@ def rerank_train(
 ) -> None:
     """Fit rerank weights to a dataset's training queries, to recorded feedback, or to both."""
     from waypost.evaluation.rerank_training import train_profile
-    from waypost.post.rerank.profile import profile_directories, save_profile
+    from waypost.post.rerank.profile import check_new_name, profile_directories, save_profile
 
     if not name:
         _fail("give the profile a --name")
+    try:
+        check_new_name(name)  # before training, not after it
+    except WaypostError as exc:
+        _fail(str(exc))
     if dataset is None and not use_feedback:
         _fail("give a DATASET, --feedback, or both")
     profile = train_profile(

@@ -174,11 +174,11 @@ class EvidenceGraph:
                         out.positions.add(q)
                         nxt.append(q)
             frontier = nxt
-        seen: set[tuple[str, tuple[str, ...]]] = set()
+        seen: set[SectionRef] = set()  # sections themselves: a heading may repeat in a document
         for p in sorted(out.positions):
             section = self.get_parent(p)
-            if section is not None and (section.document_id, section.path) not in seen:
-                seen.add((section.document_id, section.path))
+            if section is not None and section not in seen:
+                seen.add(section)
                 out.sections.append(section)
         return out
 

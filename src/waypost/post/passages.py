@@ -7,7 +7,8 @@
   ``tokens``, else the stretch from the first to the last of them when that fits;
 - small-to-big: each retrieved chunk is widened to ``window`` neighbours on each side (same section).
 
-Overlapping passages of one document are merged. A passage is a hit whose chunk is the exact span it
+Overlapping passages of one document are merged when they fit together; otherwise the later one keeps only
+chunks not returned yet, so no chunk is returned twice. A passage is a hit whose chunk is the exact span it
 covers (so answers cite it and evaluation measures it like any hit), with ``hit.passage`` saying how it
 was made."""
 
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.errors import WaypostError
+from waypost.post.evidence import SectionRef
 from waypost.retrieval.context import SearchContext
 from waypost.types import Chunk, Hit, PassageRef, RetrievalResult
 
@@ -84,6 +86,9 @@ class PassageAssembler:
     def assemble(self, query: str, result: RetrievalResult, k: int | None = None) -> RetrievalResult:
         t0 = time.perf_counter()
         cfg = self.config
+        if any(h.passage is not None for h in result.hits):  # a passage strategy's result: not taken apart
+            result.explanation.notes.append("passages: the strategy returned passages already; kept as they were")
+            return RetrievalResult(result.hits[:k] if k is not None else result.hits, result.explanation)
         anchors = self._positions(result.hits)
         scores = relevance(self.ctx, query, cfg.alpha) if cfg.policy is PassagePolicy.GROW else None
         drafts: list[_Draft] = []
@@ -155,16 +160,15 @@ class PassageAssembler:
         """Retrieved chunks grouped by section: the section whole when it fits, else stretches from the
         first to the last member that fit, opened by the best member not yet inside one."""
         drafts: list[_Draft] = []
-        groups: dict[tuple[str, tuple[str, ...]], list[tuple[Hit, int]]] = {}
+        groups: dict[SectionRef, list[tuple[Hit, int]]] = {}  # by the section itself: a heading may repeat
         for hit, pos in anchors:
             section = self.graph.get_parent(pos) if pos is not None else None
             if pos is None or section is None:
                 drafts.append(_Draft(hit.document_id, [], -1, hit.score, hit))  # not live: kept as it was
             else:
-                groups.setdefault((section.document_id, section.path), []).append((hit, pos))
-        for (document_id, _path), members in groups.items():
-            section = self.graph.get_parent(members[0][1])
-            assert section is not None
+                groups.setdefault(section, []).append((hit, pos))
+        for section, members in groups.items():
+            document_id = section.document_id
             order = list(section.positions)
             if len(members) > 1 and self.graph.tokens(order) <= self.config.tokens:
                 hit, pos = members[0]
@@ -190,8 +194,8 @@ class PassageAssembler:
 
     # -- output -----------------------------------------------------------------------------------------
     def _merge(self, drafts: list[_Draft], scores: npt.NDArray[np.float64] | None) -> list[Hit]:
-        """Passages in anchor order; one overlapping or touching an earlier passage of its document joins it
-        when the two fit together."""
+        """Passages in anchor order; one overlapping an earlier passage of its document joins it when the two
+        fit together (else it keeps only what that one lacks, see ``_without_repeats``)."""
         kept: list[_Draft] = []
         for d in drafts:
             if not d.positions:
@@ -207,7 +211,33 @@ class PassageAssembler:
                         break
             else:
                 kept.append(d)
-        return [self._hit(d, scores) for d in kept]
+        return [self._hit(d, scores) for d in self._without_repeats(kept)]
+
+    def _without_repeats(self, drafts: list[_Draft]) -> list[_Draft]:
+        """Each chunk in one passage only: a passage that overlaps an earlier one it could not join keeps
+        its run of chunks not yet returned (the one holding its anchor, else the longest), or goes."""
+        taken: set[int] = set()
+        out: list[_Draft] = []
+        for d in drafts:
+            if not d.positions:
+                out.append(d)
+                continue
+            runs: list[list[int]] = [[]]
+            for p in d.positions:
+                if p in taken:
+                    runs.append([])
+                else:
+                    runs[-1].append(p)
+            runs = [r for r in runs if r]
+            if not runs:
+                continue
+            run = next((r for r in runs if d.anchor in r), max(runs, key=len))
+            if run != d.positions:
+                d.positions = run
+                d.anchor = d.anchor if d.anchor in run else run[0]
+            taken.update(run)
+            out.append(d)
+        return out
 
     def _chunk_index(self, position: int) -> int:
         stored = self.graph.chunk(position)

@@ -135,23 +135,23 @@ def compute_features(
 
 
 def below_successors(order: list[int], hits: list[Hit], successions: list[Succession]) -> list[int]:
-    """``order`` with every hit of a superseded document moved just below the first hit of its successor,
-    where both are among the candidates (whatever the weights, an old version never outranks its successor)."""
+    """``order`` with every hit of a superseded document placed after the first hit of each of its
+    successors among the candidates, and otherwise as it was (whatever the weights, an old version never
+    outranks its successor): at each step the earliest hit whose document waits on no successor not yet
+    placed. A cycle of supersedes edges is broken by taking the earliest hit."""
+    present = {hits[i].document_id for i in order}
     newer: dict[str, set[str]] = {}
     for s in successions:
-        newer.setdefault(s.older, set()).add(s.newer)
-    out = list(order)
-    for _ in range(len(out)):  # enough passes for chains of versions
-        moved = False
-        for at, i in enumerate(out):
-            successors = newer.get(hits[i].document_id, set())
-            later = [j for j, k in enumerate(out) if j > at and hits[k].document_id in successors]
-            if later:
-                out.insert(later[0], out.pop(at))
-                moved = True
-                break
-        if not moved:
-            break
+        if s.newer in present and s.newer != s.older:
+            newer.setdefault(s.older, set()).add(s.newer)
+    placed: set[str] = set()
+    rest = list(order)
+    out: list[int] = []
+    while rest:
+        ready = next((n for n, i in enumerate(rest) if newer.get(hits[i].document_id, set()) <= placed), 0)
+        i = rest.pop(ready)
+        out.append(i)
+        placed.add(hits[i].document_id)
     return out
 
 

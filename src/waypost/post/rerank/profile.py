@@ -58,17 +58,38 @@ class RerankProfile:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RerankProfile:
+        if not isinstance(data, dict):
+            raise WaypostError("not a waypost rerank profile (the file holds no JSON object)")
         if data.get("format") != PROFILE_FORMAT or data.get("kind") != "linear":
             raise WaypostError(
                 f"not a waypost rerank profile (format {data.get('format')!r}, kind {data.get('kind')!r})"
             )
+        from waypost.post.rerank.features import FEATURES  # features.py imports this module
+
+        def numbers(field_name: str, required: bool = False) -> dict[str, float]:
+            table = data.get(field_name, None if required else {})
+            if not isinstance(table, dict):
+                raise WaypostError(f"rerank profile field {field_name!r} must map feature names to numbers")
+            try:
+                out = {str(k): float(v) for k, v in table.items()}
+            except (TypeError, ValueError) as exc:
+                raise WaypostError(f"rerank profile field {field_name!r} must map feature names to numbers") from exc
+            bad = sorted(k for k, v in out.items() if not np.isfinite(v))
+            if bad:
+                raise WaypostError(f"rerank profile field {field_name!r} has values that are not finite: {bad}")
+            unknown = sorted(set(out) - set(FEATURES))
+            if unknown:
+                raise WaypostError(f"rerank profile field {field_name!r} names unknown features: {unknown}")
+            return out
+
+        trained = data.get("trained", {})
         return cls(
             str(data["name"]),
-            {str(k): float(v) for k, v in data["weights"].items()},
-            {str(k): float(v) for k, v in data.get("mean", {}).items()},
-            {str(k): float(v) for k, v in data.get("scale", {}).items()},
+            numbers("weights", required=True),
+            numbers("mean"),
+            numbers("scale"),
             str(data.get("source", "")),
-            dict(data.get("trained", {})),
+            dict(trained) if isinstance(trained, dict) else {},
         )
 
 
@@ -114,13 +135,18 @@ def _check_name(name: str) -> None:
         raise WaypostError(f"a rerank profile name takes letters, digits, '-', '_' and '.', not {name!r}")
 
 
+def check_new_name(name: str) -> None:
+    """Refuse a name a trained profile cannot be saved under (checked before training starts)."""
+    _check_name(name)
+    if name.endswith(".json"):
+        raise WaypostError(f"give the profile's name without .json, not {name!r}")
+    if name in HAND_SET or name == "default":
+        raise WaypostError(f"{name!r} names a hand-set profile; choose another name")
+
+
 def save_profile(profile: RerankProfile, directory: Path) -> Path:
     """Write ``<directory>/<name>.json`` atomically (a kill leaves the old file or the new one)."""
-    _check_name(profile.name)
-    if profile.name.endswith(".json"):
-        raise WaypostError(f"give the profile's name without .json, not {profile.name!r}")
-    if profile.name in HAND_SET or profile.name == "default":
-        raise WaypostError(f"{profile.name!r} names a hand-set profile; choose another name")
+    check_new_name(profile.name)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{profile.name}.json"
     fd, tmp = tempfile.mkstemp(prefix=f".{profile.name}.", suffix=".tmp", dir=directory)
@@ -149,7 +175,7 @@ def load_profile(name: str, directories: Sequence[Path]) -> RerankProfile:
         if candidate.is_file():
             try:
                 return RerankProfile.from_json(json.loads(candidate.read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+            except (OSError, ValueError, KeyError, TypeError, WaypostError) as exc:
                 raise WaypostError(f"rerank profile {candidate} cannot be read: {exc}") from exc
     where = ", ".join(str(d) for d in directories)
     raise WaypostError(
