@@ -120,7 +120,24 @@ class ChangeSet:
 
 
 class DocumentStore(Protocol):
-    """The transactional system of record. Every derived index can be rebuilt from it."""
+    """The transactional system of record. Every derived index can be rebuilt from it.
+
+    Contracts every backend keeps (``tests/conformance`` checks them; see also ``waypost.store.protocols``):
+
+    - Chunk **row ids** only grow and are never reused within a store, even after the newest rows are
+      deleted and the store reopened (SQLite: ``AUTOINCREMENT``). Derived structures key on them.
+    - The **version** is ``<uid>-g<generation>-<nonce>``: the uid changes on drop/recreate, the generation
+      moves on every committed write or delete, and a fresh random nonce is drawn in each of those commits.
+      Equal versions mean the same write history; ``version_incarnation`` gives the uid part.
+    - ``snapshot`` and ``changes`` are **one consistent read**: rows, generation and version all come from
+      one committed state.
+    - **The change log** serves every registered consumer: ``acknowledge`` records what one consumer applied
+      and compacts only what *all* consumers applied (the slowest holds the floor); ``forget_consumer``
+      releases a consumer's hold; ``changes`` returns ``None`` for a generation below the floor.
+    - **Deletes are exact**: deleting ids removes those documents (and their chunks),
+      never a document whose id merely shares a prefix or characters with one of them.
+    - Lists of ids of **any length** are accepted (a backend batches what its statements limit).
+    """
 
     def create_collection(self, name: str, embed_model: str, embed_dim: int) -> CollectionInfo: ...
 
@@ -145,7 +162,12 @@ class DocumentStore(Protocol):
         ...
 
     def version(self, name: str) -> str:
-        """The generation plus an id of this incarnation of the collection (it changes on drop/recreate)."""
+        """``<uid>-g<generation>-<nonce>``: names this incarnation of the collection and its write history."""
+        ...
+
+    def version_at(self, name: str, generation: int) -> str | None:
+        """The version the collection had at ``generation``, for a generation from the log floor to the head;
+        ``None`` otherwise. What a saved derived state is checked against before it is caught up."""
         ...
 
     def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]: ...
@@ -219,3 +241,34 @@ class Reranker(Protocol):
     depth: int  # how many of the best hits it reorders (the engine retrieves at least this many)
 
     def rerank(self, query: str, result: RetrievalResult) -> RetrievalResult: ...
+
+
+# The repositories of derived structures and the version format live beside their backends.
+from waypost.store.protocols import (  # noqa: E402
+    GraphRecord,
+    GraphRepository,
+    TreeRecord,
+    TreeRepository,
+    make_version,
+    version_incarnation,
+)
+
+__all__ = [
+    "ChangeSet",
+    "ChunkSnapshot",
+    "CollectionInfo",
+    "DocumentStore",
+    "Embedder",
+    "Feedback",
+    "FloatMatrix",
+    "GraphRecord",
+    "GraphRepository",
+    "IngestItem",
+    "Reranker",
+    "Retriever",
+    "StoredChunk",
+    "TreeRecord",
+    "TreeRepository",
+    "make_version",
+    "version_incarnation",
+]

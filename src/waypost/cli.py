@@ -25,12 +25,12 @@ from waypost.graph.extract import DEFAULT_SPACY_MODEL
 from waypost.graph.graph import KnowledgeGraph
 from waypost.graph.live import LiveGraph
 from waypost.graph.model import entity_key
-from waypost.graph.store import GraphStore
 from waypost.hierarchy.tree import TreeConfig
 from waypost.post.passages import PassageConfig, PassagePolicy
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
+from waypost.store.backend import open_backend, store_exists
 from waypost.types import RetrievalResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="waypost: local-first adaptive retrieval.")
@@ -91,7 +91,7 @@ def _passages(policy: str | None, tokens: int, keep: float, window: int) -> Pass
 
 def _existing(store: Path) -> Path:
     """Commands that read never create a store: a mistyped --store is an error, not an empty store."""
-    if not (store / "store.sqlite").exists():
+    if not store_exists(store):
         raise WaypostError(f"no waypost store at {store} (create one with: waypost add PATH --store {store})")
     return store
 
@@ -750,7 +750,8 @@ NO_GRAPH = "collection {!r} has no graph (build one with: waypost graph build)"
 def _stored_extractor(store: Path, collection: str) -> tuple[str | None, str | None, str | None]:
     """(extractor kind, spaCy model, reports kind) of the collection's stored graph: ("spacy", MODEL, ...) or
     ("llm", None, ...) with "extractive" or "llm" reports; (None, None, None) without a graph."""
-    record = GraphStore(_existing(store) / "store.sqlite").record(collection)
+    with open_backend(_existing(store)) as backend:
+        record = backend.graphs.record(collection)
     if record is None:
         return None, None, None
     kind, _, rest = record.extractor.partition(":")

@@ -35,7 +35,7 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
-from waypost.store.sqlite import SQLiteStore
+from waypost.store.backend import open_backend
 from waypost.types import Document, Hit, RetrievalResult
 
 DEFAULT_COLLECTION = "default"
@@ -70,7 +70,8 @@ class Engine:
     def __init__(self, path: str | Path, config: EngineConfig | None = None) -> None:
         self.path = Path(path)
         self.config = config or EngineConfig()
-        self.store = SQLiteStore(self.path / "store.sqlite")
+        self.backend = open_backend(self.path)
+        self.store = self.backend.documents
         self.indexes = IndexCache(
             self.store,
             self.path / "indexes",
@@ -78,9 +79,14 @@ class Engine:
             self.config.merge_policy,
             background=self.config.background_index_work,
         )
-        self.trees = TreeCache(self.store, self.embedder, self._summarizer, self.config.tree)
+        self.trees = TreeCache(self.store, self.backend.trees, self.embedder, self._summarizer, self.config.tree)
         self.graphs = GraphCache(
-            self.store, self.embedder, self._graph_extractor, self._graph_reporter, config=self.config.graph
+            self.store,
+            self.backend.graphs,
+            self.embedder,
+            self._graph_extractor,
+            self._graph_reporter,
+            config=self.config.graph,
         )
         self._embedders: dict[str, Embedder] = {}
         self._coverage: dict[str, CoverageBook] = {}
@@ -143,7 +149,7 @@ class Engine:
         try:
             self.indexes.close()
         finally:
-            self.store.close()
+            self.backend.close()
 
     def __enter__(self) -> Engine:
         return self

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from waypost.store.protocols import version_incarnation
+
 if TYPE_CHECKING:
     from waypost.base import DocumentStore, Embedder
     from waypost.index.set import IndexSet
@@ -126,13 +128,13 @@ class CoverageBook:
         declared = self.declared(language)
         if declared is not None:
             return declared
-        memo = f"{indexes.version.rsplit('-g', 1)[0]}:{language}"
+        memo = f"{version_incarnation(indexes.version)}:{language}"
         known = self._known.get(memo)
         if known is not None and indexes.languages.get(language, 0) < REMEASURE_GROWTH * max(1, known[1]):
             return known[0]
         with self._lock:
             chunks = int(indexes.positions_of_language(language).size)
-            scope = indexes.version.rsplit("-g", 1)[0]
+            scope = version_incarnation(indexes.version)
             memo = f"{scope}:{language}"
             stored = self.store.coverage(self.embedder.model_id, scope, language)
             if stored is not None and chunks < REMEASURE_GROWTH * max(1, stored[2]):

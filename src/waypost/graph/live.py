@@ -13,15 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from waypost.base import ChunkSnapshot, Embedder
+from waypost.base import ChunkSnapshot, DocumentStore, Embedder, GraphRepository
 from waypost.errors import WaypostError
 from waypost.graph.communities import CommunityReporter, ExtractiveReporter, detect, update, write_reports
 from waypost.graph.graph import Community, FloatArray, GraphConfig, KnowledgeGraph, Touched
 from waypost.graph.model import ChunkExtraction, ChunkInput, Extractor
-from waypost.graph.store import GraphStore
 from waypost.hierarchy.live import DeferredEmbedder, _dead_builder, _uid
 from waypost.progress import progress as progress_bar
-from waypost.store.sqlite import SQLiteStore
 
 CONSUMER = "graph"
 BUILDER = "graph-build"  # + ":<host>:<pid>" of the process building
@@ -63,8 +61,8 @@ class LiveGraph:
     def __init__(
         self,
         collection: str,
-        store: SQLiteStore,
-        graphs: GraphStore,
+        store: DocumentStore,
+        graphs: GraphRepository,
         embedder: Embedder,
         extractor: Extractor,
         reporter: CommunityReporter,
@@ -340,14 +338,15 @@ class GraphCache:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: DocumentStore,
+        graphs: GraphRepository,
         embedder_for: Callable[[str], Embedder],
         extractor: Callable[[], Extractor],
         reporter: Callable[[], CommunityReporter] | None = None,
         config: GraphConfig | None = None,
     ) -> None:
         self.store = store
-        self.graphs = GraphStore(store.path)
+        self.graphs = graphs
         self.embedder_for = embedder_for
         self.extractor = extractor
         self.reporter = reporter or ExtractiveReporter

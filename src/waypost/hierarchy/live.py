@@ -12,14 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from waypost.base import ChunkSnapshot, Embedder, FloatMatrix
+from waypost.base import ChunkSnapshot, DocumentStore, Embedder, FloatMatrix, TreeRepository, version_incarnation
 from waypost.errors import WaypostError
 from waypost.hierarchy.search import TreeArrays
-from waypost.hierarchy.store import TreeStore
 from waypost.hierarchy.summarize import ExtractiveSummarizer, Summarizer
 from waypost.hierarchy.tree import Leaves, Progress, Tree, TreeConfig
 from waypost.index.set import IndexSet
-from waypost.store.sqlite import SQLiteStore
 
 CONSUMER = "tree"
 BUILDER = "tree-build"  # + ":<host>:<pid>" of the process building
@@ -43,9 +41,7 @@ def _dead_builder(name: str, prefix: str = BUILDER) -> bool:
     return False
 
 
-def _uid(version: str) -> str:
-    """The incarnation part of a collection version (``<uid>-g<generation>``)."""
-    return version.rsplit("-g", 1)[0]
+_uid = version_incarnation  # the incarnation part of a collection version
 
 
 def leaves_of(snapshot: ChunkSnapshot, language: str) -> Leaves:
@@ -84,8 +80,8 @@ class LiveTree:
     def __init__(
         self,
         collection: str,
-        store: SQLiteStore,
-        trees: TreeStore,
+        store: DocumentStore,
+        trees: TreeRepository,
         embedder: Embedder,
         summarizer: Summarizer,
         requested: TreeConfig | None,
@@ -288,13 +284,14 @@ class TreeCache:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: DocumentStore,
+        trees: TreeRepository,
         embedder_for: Callable[[str], Embedder],
         summarizer_for: Callable[[str], Summarizer] | None = None,
         requested: TreeConfig | None = None,
     ) -> None:
         self.store = store
-        self.trees = TreeStore(store.path)
+        self.trees = trees
         self.embedder_for = embedder_for
         self.summarizer_for = summarizer_for or (lambda _c: ExtractiveSummarizer())
         self.requested = requested

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore
+from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore, version_incarnation
 from waypost.errors import CollectionNotFoundError
 from waypost.index.dense import DenseView
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
@@ -431,11 +431,11 @@ class LiveIndex:
         return updated
 
     def _uid(self) -> str:
-        return self.store.version(self.collection).rsplit("-g", 1)[0]
+        return version_incarnation(self.store.version(self.collection))
 
     def _catch_up(self, current: IndexSet | None) -> IndexSet:
         uid = self._uid()
-        if current is not None and current.version.rsplit("-g", 1)[0] != uid:
+        if current is not None and version_incarnation(current.version) != uid:
             current = None  # the collection was dropped and made again
         if current is None:
             current = self._load_persisted(uid)
@@ -602,7 +602,7 @@ class LiveIndex:
         """Save every unsaved segment, then a manifest naming the state; acknowledge its generation."""
         if self.directory is None or state is None:
             return
-        uid = state.version.rsplit("-g", 1)[0]
+        uid = version_incarnation(state.version)
         base = self._base(uid)
         base.mkdir(parents=True, exist_ok=True)
         with _directory_lock(base, exclusive=True):  # no other process collects files while we save
@@ -632,6 +632,7 @@ class LiveIndex:
                 "format": STATE_FORMAT,
                 "uid": uid,
                 "generation": state.generation,
+                "version": state.version,  # the write history it reflects: a state of another is never loaded
                 "segments": [f"seg-{s.name}" for s in state.segments],
                 "tombstones": state.tombstones().tolist(),
                 "vocab": vocab_file.name,
@@ -664,6 +665,8 @@ class LiveIndex:
                 generation = int(manifest["generation"])
                 if manifest.get("format") != STATE_FORMAT or manifest.get("uid") != uid or generation > head:
                     continue
+                if manifest.get("version") != self.store.version_at(self.collection, generation):
+                    continue  # saved for another write history (commits lost since), or the log moved past it
                 payload = (base / manifest["vocab"]).read_text()
                 if hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16] != manifest.get("vocab_sha1"):
                     raise ValueError(f"vocabulary {manifest['vocab']} does not match its state")
@@ -688,7 +691,7 @@ class LiveIndex:
                 state = IndexSet(
                     self.collection,
                     generation,
-                    f"{uid}-g{generation}",
+                    str(manifest["version"]),
                     segments,
                     lives,
                     vocab,

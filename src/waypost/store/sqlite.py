@@ -23,7 +23,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from waypost.base import ChangeSet, ChunkSnapshot, CollectionInfo, Feedback, IngestItem, StoredChunk
+from waypost.base import (
+    ChangeSet,
+    ChunkSnapshot,
+    CollectionInfo,
+    Feedback,
+    IngestItem,
+    StoredChunk,
+    make_version,
+    version_incarnation,
+)
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.types import Chunk, Document
 
@@ -103,6 +112,12 @@ CREATE TABLE IF NOT EXISTS feedback (
     recorded_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS feedback_by_collection ON feedback(collection, seq);
+CREATE TABLE IF NOT EXISTS versions (
+    collection TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    nonce TEXT NOT NULL,
+    PRIMARY KEY (collection, generation)
+);
 CREATE TABLE IF NOT EXISTS log_consumers (
     collection TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -113,12 +128,22 @@ CREATE TABLE IF NOT EXISTS log_consumers (
 """
 
 
+MAX_VARIABLES = 32_766  # SQLite's default SQLITE_MAX_VARIABLE_NUMBER
+ID_BATCH = 500  # ids bound per statement: far under that limit
+SNAPSHOT_BATCH = 2048  # rows fetched at a time while a snapshot is read
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=30000")
+    # SQLite's default bound on variables per statement, even where a build allows more: every statement
+    # here is batched under it, and the store behaves the same on every platform
+    conn.setlimit(
+        sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, min(MAX_VARIABLES, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    )
     return conn
 
 
@@ -126,6 +151,11 @@ def index_text(title: str, section: Sequence[str], text: str) -> str:
     """What indexes see for a chunk: its document title and headings give it context."""
     parts = [p for p in (title, *section) if p]
     return "\n".join([*dict.fromkeys(parts), text])
+
+
+def _nonce() -> str:
+    """Drawn in every committing write: what makes a version name one write history."""
+    return uuid.uuid4().hex[:12]
 
 
 def _ids_blob(ids: Sequence[int]) -> bytes:
@@ -161,7 +191,10 @@ class SQLiteStore:
             if "log_floor" not in columns:  # stores made before the change log: it starts now
                 self._writer.execute("ALTER TABLE collections ADD COLUMN log_floor INTEGER NOT NULL DEFAULT 0")
                 self._writer.execute("UPDATE collections SET log_floor = generation")
+            if "nonce" not in columns:  # stores made before versions carried a per-commit nonce
+                self._writer.execute("ALTER TABLE collections ADD COLUMN nonce TEXT NOT NULL DEFAULT ''")
             self._writer.execute("UPDATE collections SET uid = lower(hex(randomblob(8))) WHERE uid IS NULL")
+            self._writer.execute("UPDATE collections SET nonce = lower(hex(randomblob(8))) WHERE nonce = ''")
 
     def _new_connection(self) -> sqlite3.Connection:
         if self._closed:
@@ -188,12 +221,17 @@ class SQLiteStore:
     def create_collection(self, name: str, embed_model: str, embed_dim: int) -> CollectionInfo:
         if not name or "/" in name or name.startswith("."):
             raise WaypostError(f"invalid collection name {name!r}")
-        with self._write_lock:
-            self._writer.execute(
-                "INSERT OR IGNORE INTO collections(name, embed_model, embed_dim, created_at, uid, log_floor)"
-                " VALUES (?,?,?,?,?,0)",
-                (name, embed_model, embed_dim, time.time(), uuid.uuid4().hex[:16]),
-            )
+        with self._write_lock, _Transaction(self._writer):
+            nonce = _nonce()
+            created = self._writer.execute(
+                "INSERT OR IGNORE INTO collections(name, embed_model, embed_dim, created_at, uid, log_floor, nonce)"
+                " VALUES (?,?,?,?,?,0,?)",
+                (name, embed_model, embed_dim, time.time(), uuid.uuid4().hex[:16], nonce),
+            ).rowcount
+            if created:
+                self._writer.execute(
+                    "INSERT INTO versions(collection, generation, nonce) VALUES (?,0,?)", (name, nonce)
+                )
         return self.collection(name)
 
     def collection(self, name: str) -> CollectionInfo:
@@ -218,6 +256,7 @@ class SQLiteStore:
             for table, column in (("chunks", "collection"), ("documents", "collection"), ("change_log", "collection")):
                 self._writer.execute(f"DELETE FROM {table} WHERE {column}=?", (name,))
             self._writer.execute("DELETE FROM log_consumers WHERE collection=?", (name,))
+            self._writer.execute("DELETE FROM versions WHERE collection=?", (name,))
             self._writer.execute("DELETE FROM feedback WHERE collection=?", (name,))
             self._writer.execute("DELETE FROM collections WHERE name=?", (name,))
 
@@ -254,17 +293,35 @@ class SQLiteStore:
             self._writer.execute("UPDATE collections SET language=? WHERE name=?", (language, name))
 
     def version(self, name: str) -> str:
-        """Unique per collection incarnation and generation: a dropped and recreated collection never repeats one."""
-        uid, generation, _floor = self._head(self._conn, name)
-        return f"{uid}-g{generation}"
+        """``<uid>-g<generation>-<nonce>``: unique per incarnation and write history (see ``DocumentStore``)."""
+        return self._version(self._conn, name)
+
+    def _version(self, conn: sqlite3.Connection, name: str) -> str:
+        row = conn.execute("SELECT uid, generation, nonce FROM collections WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
+        return make_version(str(row[0]), int(row[1]), str(row[2]))
+
+    def version_at(self, name: str, generation: int) -> str | None:
+        conn = self._conn
+        with _Transaction(conn, immediate=False):
+            uid, head, floor = self._head(conn, name)
+            if generation == head:
+                return self._version(conn, name)
+            if not floor <= generation < head:
+                return None
+            row = conn.execute(
+                "SELECT nonce FROM versions WHERE collection=? AND generation=?", (name, generation)
+            ).fetchone()
+        return None if row is None else make_version(uid, generation, str(row[0]))
 
     # -- writes ------------------------------------------------------------------------------
     def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]:
         wanted = list(ids)
         found: dict[str, str] = {}
         conn = self._conn
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
+        for start in range(0, len(wanted), ID_BATCH):
+            part = wanted[start : start + ID_BATCH]
             marks = ",".join("?" * len(part))
             rows = conn.execute(
                 f"SELECT id, hash FROM documents WHERE collection=? AND id IN ({marks})", (collection, *part)
@@ -356,8 +413,17 @@ class SQLiteStore:
         return removed
 
     def _bump(self, collection: str) -> int:
-        self._writer.execute("UPDATE collections SET generation = generation + 1 WHERE name=?", (collection,))
-        return self._head(self._writer, collection)[1]
+        """Move the generation and draw a new nonce: the version now names this write history only."""
+        nonce = _nonce()
+        self._writer.execute(
+            "UPDATE collections SET generation = generation + 1, nonce = ? WHERE name=?", (nonce, collection)
+        )
+        generation = self._head(self._writer, collection)[1]
+        self._writer.execute(
+            "INSERT OR REPLACE INTO versions(collection, generation, nonce) VALUES (?,?,?)",
+            (collection, generation, nonce),
+        )
+        return generation
 
     def _log(
         self, collection: str, generation: int, doc_id: str, op: str, removed: Sequence[int], added: Sequence[int]
@@ -374,9 +440,10 @@ class SQLiteStore:
         dim = self._dimension(collection)
         conn = self._conn
         with _Transaction(conn, immediate=False):
-            uid, generation, floor = self._head(conn, collection)
+            _uid, generation, floor = self._head(conn, collection)
             if since < floor or since > generation:
                 return None
+            version = self._version(conn, collection)
             entries = conn.execute(
                 "SELECT generation, document_id, op, removed_rows, added_rows FROM change_log"
                 " WHERE collection=? AND generation > ? ORDER BY seq",
@@ -385,12 +452,13 @@ class SQLiteStore:
             removed = [_ids(e[3]) for e in entries]
             added = np.unique(np.concatenate([_ids(e[4]) for e in entries])) if entries else np.zeros(0, np.int64)
             rows = self._fetch_rows(conn, collection, added) if added.size else []
+            snapshot = self._snapshot_of([rows], len(rows), generation, version, dim)
         return ChangeSet(
             since=since,
             generation=generation,
-            version=f"{uid}-g{generation}",
+            version=version,
             removed_rows=np.unique(np.concatenate(removed)) if removed else np.zeros(0, np.int64),
-            added=self._snapshot_of(rows, generation, f"{uid}-g{generation}", dim),
+            added=snapshot,
             documents=[(int(e[0]), str(e[1]), str(e[2])) for e in entries],
         )
 
@@ -402,7 +470,7 @@ class SQLiteStore:
         of a dropped and recreated collection compacting the new one's log: such a call is ignored."""
         with self._write_lock, _Transaction(self._writer):
             uid, head, _floor = self._head(self._writer, collection)
-            if version is not None and version.rsplit("-g", 1)[0] != uid:
+            if version is not None and version_incarnation(version) != uid:
                 return
             generation = min(generation, head)
             self._writer.execute(
@@ -417,6 +485,11 @@ class SQLiteStore:
             self._writer.execute("DELETE FROM change_log WHERE collection=? AND generation <= ?", (collection, applied))
             self._writer.execute(
                 "UPDATE collections SET log_floor = max(log_floor, ?) WHERE name=?", (applied, collection)
+            )
+            self._writer.execute(  # versions below the floor name states the log can no longer catch up
+                "DELETE FROM versions WHERE collection=? AND generation < (SELECT log_floor FROM collections"
+                " WHERE name=?)",
+                (collection, collection),
             )
 
     def coverage(self, model: str, scope: str, language: str) -> tuple[float, int, int] | None:
@@ -508,14 +581,19 @@ class SQLiteStore:
     def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]:
         if not row_ids:
             return []
-        marks = ",".join("?" * len(row_ids))
-        rows = self._conn.execute(
-            "SELECT c.row_id, c.document_id, c.idx, c.text, c.start, c.end, c.token_count, c.section,"
-            " d.title, d.source, d.metadata, c.language FROM chunks c JOIN documents d"
-            " ON d.collection = c.collection AND d.id = c.document_id"
-            f" WHERE c.collection=? AND c.row_id IN ({marks})",
-            (collection, *[int(r) for r in row_ids]),
-        ).fetchall()
+        wanted = list(dict.fromkeys(int(r) for r in row_ids))
+        rows: list[Any] = []
+        conn = self._conn
+        with _Transaction(conn, immediate=False):  # one read, however many statements the ids need
+            for start in range(0, len(wanted), ID_BATCH):
+                part = wanted[start : start + ID_BATCH]
+                rows += conn.execute(
+                    "SELECT c.row_id, c.document_id, c.idx, c.text, c.start, c.end, c.token_count, c.section,"
+                    " d.title, d.source, d.metadata, c.language FROM chunks c JOIN documents d"
+                    " ON d.collection = c.collection AND d.id = c.document_id"
+                    f" WHERE c.collection=? AND c.row_id IN ({','.join('?' * len(part))})",
+                    (collection, *part),
+                ).fetchall()
         by_row = {
             int(r[0]): StoredChunk(
                 row_id=int(r[0]),
@@ -550,43 +628,71 @@ class SQLiteStore:
         dim = self._dimension(collection)
         conn = self._conn
         with _Transaction(conn, immediate=False):
-            uid, generation, _floor = self._head(conn, collection)
-            rows = conn.execute(self._ROWS + " WHERE c.collection=? ORDER BY c.row_id", (collection,)).fetchall()
-        return self._snapshot_of(rows, generation, f"{uid}-g{generation}", dim)
+            generation = self._head(conn, collection)[1]
+            version = self._version(conn, collection)
+            count = int(conn.execute("SELECT count(*) FROM chunks WHERE collection=?", (collection,)).fetchone()[0])
+            cursor = conn.execute(self._ROWS + " WHERE c.collection=? ORDER BY c.row_id", (collection,))
+            # read in batches inside the one read transaction: the rows are never all held twice
+            return self._snapshot_of(
+                iter(lambda: cursor.fetchmany(SNAPSHOT_BATCH), []), count, generation, version, dim
+            )
 
     @staticmethod
-    def _snapshot_of(rows: Sequence[Sequence[Any]], generation: int, version: str, dim: int) -> ChunkSnapshot:
-        row_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        if rows:
-            emb = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        else:
-            emb = np.zeros((0, dim), dtype=np.float32)
-        sections = [json.loads(r[3]) for r in rows]
+    def _snapshot_of(
+        batches: Iterable[Sequence[Sequence[Any]]], count: int, generation: int, version: str, dim: int
+    ) -> ChunkSnapshot:
+        """A snapshot of ``count`` rows (``_ROWS`` columns, in row order) that arrive in ``batches``."""
+        row_ids = np.empty(count, dtype=np.int64)
+        emb = np.empty((count, dim), dtype=np.float32)
         meta_cache: dict[str, dict[str, object]] = {}
         bodies: dict[str, list[str]] = {}
         doc_languages: dict[str, str] = {}
-        metadata = []
-        for r in rows:
-            if r[1] not in meta_cache:
-                meta_cache[r[1]] = json.loads(r[6])
-                bodies[r[1]] = [r[5]] if r[5] else []
-                doc_languages[r[1]] = str(r[8])
-            bodies[r[1]].append(r[2])
-            metadata.append(meta_cache[r[1]])
+        titles: dict[str, str] = {}
+        document_ids: list[str] = []
+        index_texts: list[str] = []
+        chunk_texts: list[str] = []
+        languages: list[str] = []
+        sections: list[tuple[str, ...]] = []
+        metadata: list[dict[str, object]] = []
+        n = 0
+        for rows in batches:
+            if n + len(rows) > count:
+                raise WaypostError(f"the snapshot read more than the {count} rows it counted")
+            row_ids[n : n + len(rows)] = [r[0] for r in rows]
+            if rows:
+                emb[n : n + len(rows)] = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(-1, dim)
+            n += len(rows)
+            for r in rows:
+                doc_id, text, title = r[1], r[2], r[5]
+                if doc_id not in meta_cache:
+                    meta_cache[doc_id] = json.loads(r[6])
+                    bodies[doc_id] = [title] if title else []
+                    doc_languages[doc_id] = str(r[8])
+                    titles[doc_id] = title
+                bodies[doc_id].append(text)
+                section = tuple(json.loads(r[3]))
+                metadata.append(meta_cache[doc_id])
+                document_ids.append(doc_id)
+                index_texts.append(index_text(title, section, text))
+                chunk_texts.append(text)
+                languages.append(str(r[7]))
+                sections.append(section)
+        if n != count:
+            raise WaypostError(f"the snapshot read {n} rows but counted {count}")
         return ChunkSnapshot(
             generation=generation,
             version=version,
             row_ids=row_ids,
-            document_ids=[r[1] for r in rows],
-            index_texts=[index_text(r[5], section, r[2]) for r, section in zip(rows, sections, strict=True)],
+            document_ids=document_ids,
+            index_texts=index_texts,
             embeddings=emb,
             metadata=metadata,
             document_texts=["\n".join(parts) for parts in bodies.values()],
-            chunk_texts=[r[2] for r in rows],
-            titles={r[1]: r[5] for r in rows},
-            languages=[str(r[7]) for r in rows],
+            chunk_texts=chunk_texts,
+            titles=titles,
+            languages=languages,
             document_languages=list(doc_languages.values()),
-            sections=[tuple(section) for section in sections],
+            sections=sections,
         )
 
     def close(self) -> None:

@@ -9,13 +9,13 @@ import json
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from waypost.graph.graph import Community, Entity, GraphConfig, KnowledgeGraph, Relation, Touched
+from waypost.store.protocols import GraphRecord
 from waypost.store.tables import SideTables
 
 SCHEMA = """
@@ -86,19 +86,6 @@ CREATE TABLE IF NOT EXISTS graph_communities (
 _TABLES = ("graph_entities", "graph_mentions", "graph_relations", "graph_synonyms", "graph_communities")
 
 
-@dataclass(frozen=True)
-class GraphRecord:
-    collection: str
-    generation: int
-    version: str
-    extractor: str
-    reporter: str
-    config: GraphConfig
-    stats: dict[str, Any]
-    built_at: float
-    updated_at: float
-
-
 def _ints(values: list[int]) -> bytes:
     return np.asarray(values, dtype=np.int64).tobytes()
 
@@ -111,8 +98,8 @@ def _vector(blob: bytes | None) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(blob, dtype=np.float16).astype(np.float32)
 
 
-class GraphStore(SideTables):
-    """Reads and writes knowledge graphs in the SQLite file at ``path`` (the collection store's file)."""
+class SQLiteGraphRepository(SideTables):
+    """A ``GraphRepository`` in the SQLite file at ``path`` (the collection store's file)."""
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(path)

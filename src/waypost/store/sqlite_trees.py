@@ -10,13 +10,13 @@ import json
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from waypost.hierarchy.tree import Tree, TreeConfig, TreeNode
+from waypost.store.protocols import TreeRecord
 from waypost.store.tables import SideTables
 
 SCHEMA = """
@@ -56,22 +56,6 @@ CREATE TABLE IF NOT EXISTS tree_nodes (
 """
 
 
-@dataclass(frozen=True)
-class TreeRecord:
-    collection: str
-    tree: str
-    generation: int
-    version: str
-    summarizer: str
-    config: TreeConfig
-    next_id: int
-    nodes_at_build: int
-    changed_nodes: int
-    stats: dict[str, Any]
-    built_at: float
-    updated_at: float
-
-
 def _ints(values: list[int]) -> bytes:
     return np.asarray(values, dtype=np.int64).tobytes()
 
@@ -80,8 +64,8 @@ def _half(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
 
 
-class TreeStore(SideTables):
-    """Reads and writes trees in the SQLite file at ``path`` (the collection store's file)."""
+class SQLiteTreeRepository(SideTables):
+    """A ``TreeRepository`` in the SQLite file at ``path`` (the collection store's file)."""
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(path)
