@@ -26,7 +26,6 @@ from typer.testing import CliRunner
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.graph.graph import GraphConfig, KnowledgeGraph, Touched
-from waypost.graph.store import GraphStore
 from waypost.types import Document
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +175,7 @@ def signature(graph: KnowledgeGraph) -> dict[str, Any]:
 
 
 def stored(engine: Engine) -> KnowledgeGraph:
-    loaded = GraphStore(engine.store.path).load("c")
+    loaded = engine.backend.graphs.load("c")
     assert loaded is not None
     return loaded[0]
 
@@ -477,7 +476,7 @@ KILLER = textwrap.dedent(
     import os, signal, sys
     from tests.test_graph import WU, VICTIM, config
     from waypost.engine import Engine
-    from waypost.graph.store import GraphStore
+    from waypost.store.sqlite_graphs import SQLiteGraphRepository as GraphStore
 
     original = GraphStore._write_rows
 

@@ -3,7 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.store_suite import StoreConformance
+from tests.conformance.graph_suite import GraphRepositoryConformance
+from tests.conformance.store_suite import Reopen, StoreConformance
+from tests.conformance.tree_suite import TreeRepositoryConformance
+from waypost.base import DocumentStore
+from waypost.store.backend import Backend, open_backend
 from waypost.store.sqlite import SQLiteStore
 
 
@@ -13,6 +17,20 @@ class TestSQLiteStore(StoreConformance):
         s = SQLiteStore(tmp_path / "store.sqlite")
         yield s
         s.close()
+
+    @pytest.fixture
+    def reopen(self) -> Iterator[Reopen]:
+        opened: list[DocumentStore] = []
+
+        def again(store: DocumentStore) -> DocumentStore:
+            assert isinstance(store, SQLiteStore)
+            store.close()
+            opened.append(SQLiteStore(store.path))
+            return opened[-1]
+
+        yield again
+        for s in opened:
+            s.close()
 
     def test_reopen_keeps_data(self, tmp_path: Path) -> None:
         from tests.conformance.store_suite import DIM, item
@@ -24,3 +42,23 @@ class TestSQLiteStore(StoreConformance):
         again = SQLiteStore(tmp_path / "x.sqlite")
         assert again.collection("c").documents == 1
         again.close()
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[Backend]:
+    with open_backend(tmp_path / "store") as b:
+        yield b
+
+
+class TestSQLiteTrees(TreeRepositoryConformance):
+    """The repositories ``open_backend`` hands out, beside the documents in one SQLite file."""
+
+    @pytest.fixture
+    def trees(self, backend: Backend) -> object:
+        return backend.trees
+
+
+class TestSQLiteGraphs(GraphRepositoryConformance):
+    @pytest.fixture
+    def graphs(self, backend: Backend) -> object:
+        return backend.graphs

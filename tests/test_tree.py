@@ -25,9 +25,9 @@ from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Condition, Op
-from waypost.hierarchy.store import TreeStore
 from waypost.hierarchy.tree import Tree, TreeConfig
 from waypost.ingest.chunker import count_tokens
+from waypost.store.backend import open_backend
 from waypost.types import Document, Hit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -742,7 +742,8 @@ def kill_during(store: Path, mode: str, delay: float) -> list[str]:
 def test_kill_9_leaves_a_sound_tree(built: Path, tmp_path: Path, minilm: Embedder) -> None:
     """One writer rebuilds the tree over and over, another adds, deletes and updates the tree incrementally;
     each is killed -9 at a random moment (both at once, on copies of the store, to save time)."""
-    record = TreeStore(built / "store.sqlite").record("c")
+    with open_backend(built) as backend:
+        record = backend.trees.record("c")
     assert record is not None
     modes = ("rebuild", "update")
     stores = {mode: tmp_path / mode for mode in modes}

@@ -3,13 +3,15 @@ provides a ``store`` fixture; every test here then runs against that backend."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from waypost.base import DocumentStore, Feedback, IngestItem
+from waypost.base import DocumentStore, Feedback, IngestItem, version_incarnation
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.ingest.chunker import Chunker
-from waypost.types import Document
+from waypost.types import Chunk, Document
 
 DIM = 4
 
@@ -25,10 +27,31 @@ def item(doc_id: str, text: str, **metadata: object) -> IngestItem:
 LONG = "The first sentence is here. " * 6 + "A final sentence ends it."
 
 
+def many_chunks(doc_id: str, count: int) -> IngestItem:
+    """One document of ``count`` one-word chunks: more ids than one SQL statement can bind."""
+    words = [f"w{i}" for i in range(count)]
+    text = " ".join(words)
+    chunks, start = [], 0
+    for i, word in enumerate(words):
+        chunks.append(Chunk(doc_id, i, word, start, start + len(word), 1))
+        start += len(word) + 1
+    vecs = np.zeros((count, DIM), np.float32)
+    vecs[:, 0] = 1.0
+    return IngestItem(Document(doc_id, text, f"title {doc_id}"), chunks, vecs)
+
+
+Reopen = Callable[[DocumentStore], DocumentStore]
+
+
 class StoreConformance:
     @pytest.fixture
     def store(self) -> DocumentStore:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    @pytest.fixture
+    def reopen(self) -> Reopen:
+        """Closes a store and opens it again; a backend that persists overrides this (the default keeps it open)."""
+        return lambda store: store
 
     def test_create_and_describe_collection(self, store: DocumentStore) -> None:
         info = store.create_collection("c", "model-x", DIM)
@@ -224,3 +247,146 @@ class StoreConformance:
         store.drop_collection("c")
         store.create_collection("c", "m", DIM)
         assert store.feedback("c") == []
+
+    # -- contracts a second backend must keep ---------------------------------------------------
+    def test_deleting_an_id_never_touches_ids_that_share_its_characters(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        ids = ["doc1", "d", "o", "c", "1", "doc", "doc10", "xdoc1", "DOC1", "doc1 ", "doc%", "doc_", "do*"]
+        store.write("c", [item(i, f"Text of {i}.") for i in ids])
+        assert store.delete("c", ["doc1"]) == 1
+        assert {d.id for d in store.iter_documents("c")} == set(ids) - {"doc1"}
+        assert store.delete("c", ["doc%", "doc_", "do*"]) == 3  # wildcards of LIKE and glob are plain characters
+        left = set(ids) - {"doc1", "doc%", "doc_", "do*"}
+        assert {d.id for d in store.iter_documents("c")} == left
+        assert set(store.snapshot("c").document_ids) == left
+        assert store.document_hashes("c", ids).keys() == left
+
+    def test_row_ids_only_grow_and_are_never_reused(self, store: DocumentStore, reopen: Reopen) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("keep", "Kept."), item("d1", LONG)])
+        seen = set(store.snapshot("c").row_ids.tolist())
+        store.delete("c", ["d1"])  # the newest rows go: their ids must not come back
+        store = reopen(store)
+        for step in range(3):
+            store.write("c", [item(f"n{step}", LONG)])
+            store.write("c", [item("keep", f"Kept, version {step}.")])  # a replace gets new rows too
+            rows = set(store.snapshot("c").row_ids.tolist())
+            new = rows - seen
+            assert new and min(new) > max(seen), "a row id was reused or went backwards"
+            seen |= rows
+            store.delete("c", [f"n{step}"])
+            store = reopen(store)
+
+    def test_every_commit_gets_a_version_never_seen_before(self, store: DocumentStore) -> None:
+        info = store.create_collection("c", "m", DIM)
+        first = store.version("c")
+        uid = version_incarnation(first)
+        assert first.startswith(f"{uid}-g{info.generation}-")
+        seen = {first}
+        nonces = {first.rsplit("-", 1)[1]}
+        for change in (
+            lambda: store.write("c", [item("d1", "One.")]),
+            lambda: store.write("c", [item("d1", "One, replaced.")]),
+            lambda: store.write("c", [item("d2", "Two.")]),
+            lambda: store.delete("c", ["d1"]),
+        ):
+            change()
+            version = store.version("c")
+            assert version not in seen
+            assert version_incarnation(version) == uid
+            assert version.startswith(f"{uid}-g{store.generation('c')}-")
+            nonce = version.rsplit("-", 1)[1]
+            assert nonce and nonce not in nonces, "the nonce must change in every commit"
+            seen.add(version)
+            nonces.add(nonce)
+        head = store.version("c")
+        store.delete("c", ["never-there"])  # commits nothing
+        assert store.version("c") == head
+        assert store.snapshot("c").version == head
+        changes = store.changes("c", 0)
+        assert changes is not None and changes.version == head
+
+    def test_version_at_names_each_generation_the_log_reaches(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        versions = {0: store.version("c")}
+        for i in range(1, 5):
+            store.write("c", [item(f"d{i}", f"Text {i}.")])
+            versions[store.generation("c")] = store.version("c")
+        assert {g: store.version_at("c", g) for g in versions} == versions
+        assert store.version_at("c", 5) is None and store.version_at("c", -1) is None
+        store.acknowledge("c", "x", 2)
+        assert store.version_at("c", 1) is None  # below the floor: no state there can catch up
+        assert store.version_at("c", 2) == versions[2] and store.version_at("c", 4) == versions[4]
+        store.drop_collection("c")
+        store.create_collection("c", "m", DIM)
+        assert store.version_at("c", 0) == store.version("c") != versions[0]
+        assert store.version_at("c", 2) is None
+
+    def test_compaction_waits_for_the_slowest_of_several_consumers(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        for i in range(6):
+            store.write("c", [item(f"d{i}", f"Text {i}.")])
+        store.acknowledge("c", "c", 1)  # the first acknowledgement compacts up to it: register the slowest first
+        store.acknowledge("c", "b", 3)
+        store.acknowledge("c", "a", 5)
+        assert store.consumers("c") == {"a": 5, "b": 3, "c": 1}
+        assert store.log_floor("c") == 1
+        assert store.changes("c", 0) is None
+        caught = store.changes("c", 1)
+        assert caught is not None and [g for g, _d, _op in caught.documents] == [2, 3, 4, 5, 6]
+        store.acknowledge("c", "c", 4)  # "b" is now the slowest
+        assert store.log_floor("c") == 3
+        assert store.changes("c", 2) is None
+        from_b = store.changes("c", 3)
+        assert from_b is not None and [d for _g, d, _op in from_b.documents] == ["d3", "d4", "d5"]
+        store.forget_consumer("c", "b")  # releases its hold: the next acknowledgement compacts past it
+        assert store.consumers("c") == {"a": 5, "c": 4}
+        store.acknowledge("c", "a", 6)
+        assert store.log_floor("c") == 4 and store.changes("c", 3) is None
+        store.acknowledge("c", "late", 2)  # a consumer behind the floor never moves it back
+        assert store.log_floor("c") == 4 and store.changes("c", 2) is None
+        store.forget_consumer("c", "late")
+        store.forget_consumer("c", "c")
+        store.acknowledge("c", "a", 6)
+        assert store.log_floor("c") == 6
+        assert store.changes("c", 5) is None
+        last = store.changes("c", 6)
+        assert last is not None and last.empty
+
+    def test_a_consumer_never_acknowledges_past_the_head(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [item("d1", "One.")])
+        store.acknowledge("c", "x", 10)
+        assert store.consumers("c") == {"x": 1} and store.log_floor("c") == 1
+        store.write("c", [item("d2", "Two.")])
+        later = store.changes("c", 1)
+        assert later is not None and [d for _g, d, _op in later.documents] == ["d2"]
+
+    def test_feedback_keeps_every_field_and_stamps_the_time(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        entries = [Feedback(f"query {i}", f"doc{i % 3}", i, i + 10, i / 10, "rating", 1000.0 + i) for i in range(50)]
+        assert store.record_feedback("c", entries) == 50
+        assert store.feedback("c") == entries
+        store.record_feedback("c", [Feedback("now", "d", 0, 1, 1.0, "used")])  # recorded_at 0: stamped now
+        assert store.feedback("c")[-1].recorded_at > 1_000_000_000
+        assert store.record_feedback("c", []) == 0
+
+    def test_id_lists_of_any_length(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        big = many_chunks("big", 33_500)  # more than SQLite's 32,766 variables in one statement
+        store.write("c", [big, item("small", "Small.")])
+        snap = store.snapshot("c")
+        assert len(snap.row_ids) == 33_501
+        rows = [int(r) for r in snap.row_ids]
+        found = store.chunks_by_row("c", rows)
+        assert [s.row_id for s in found] == rows
+        assert [s.chunk for s in found[:-1]] == big.chunks
+        keys = [(c.document_id, c.index) for c in big.chunks]
+        assert len(store.row_ids_of("c", keys)) == 33_500
+        many_ids = ["big", *[f"missing-{i}" for i in range(40_000)]]
+        assert store.document_hashes("c", many_ids) == {"big": big.stored_hash}
+        store.write("c", [item("big", "Now short.")])  # a replace removes every old chunk
+        changes = store.changes("c", snap.generation)
+        assert changes is not None and changes.removed_rows.size == 33_500
+        assert store.delete("c", many_ids) == 1
+        assert store.snapshot("c").document_ids == ["small"]
