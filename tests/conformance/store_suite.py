@@ -3,6 +3,7 @@ provides a ``store`` fixture; every test here then runs against that backend."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -390,3 +391,27 @@ class StoreConformance:
         assert changes is not None and changes.removed_rows.size == 33_500
         assert store.delete("c", many_ids) == 1
         assert store.snapshot("c").document_ids == ["small"]
+
+    def test_a_snapshot_is_one_consistent_read_while_writes_go_on(self, store: DocumentStore) -> None:
+        store.create_collection("c", "m", DIM)
+        store.write("c", [many_chunks("a", 1500), many_chunks("b", 1500)])
+        stop = threading.Event()
+
+        def writer() -> None:
+            step = 0
+            while not stop.is_set():  # every commit gives "a" and "b" the same number of chunks
+                n = 1100 + (step % 7) * 150
+                store.write("c", [many_chunks("a", n), many_chunks("b", n)])
+                step += 1
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            for _ in range(15):
+                snap = store.snapshot("c")  # more rows than one batch of a batched read
+                a, b = snap.document_ids.count("a"), snap.document_ids.count("b")
+                assert a == b and a + b == len(snap.row_ids) == len(snap.embeddings), (a, b)
+                assert snap.version == store.version_at("c", snap.generation)
+        finally:
+            stop.set()
+            thread.join()
