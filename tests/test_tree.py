@@ -713,7 +713,7 @@ WRITER = textwrap.dedent(
 
 def kill_during(store: Path, mode: str, delay: float) -> list[str]:
     """Run the writer, let it get going, SIGKILL it ``delay`` seconds later; its output lines."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(store), mode],
         env=env,
