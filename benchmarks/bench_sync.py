@@ -2,6 +2,7 @@
 per-commit nonce instead, so a commit lost on power loss can never make a saved index state match).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sync.py [--data ../shared/data] [--docs 2000] [--model]
+        [--dir DIR]   # put the stores on the disk to measure (fsync cost is the disk's)
 
 1. Storage only: the scifact documents are chunked as ingest chunks them and written with precomputed vectors
    (random, 384 dimensions: what the store writes does not depend on the values), in ingest's batches of 256
@@ -56,8 +57,8 @@ def items_of(documents: list[Document], chunk_tokens: int = 200) -> list[IngestI
     return out
 
 
-def storage_seconds(items: list[IngestItem], mode: str, batch: int) -> float:
-    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp, open_backend(tmp) as backend:
+def storage_seconds(items: list[IngestItem], mode: str, batch: int, where: Path | None) -> float:
+    with tempfile.TemporaryDirectory(dir=where) as tmp, open_backend(tmp) as backend:
         store = backend.documents
         store.create_collection("c", "bench", DIM)
         set_synchronous(store, mode)
@@ -67,8 +68,8 @@ def storage_seconds(items: list[IngestItem], mode: str, batch: int) -> float:
         return time.perf_counter() - t0
 
 
-def ingest_seconds(documents: list[Document], mode: str) -> float:
-    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+def ingest_seconds(documents: list[Document], mode: str, where: Path | None) -> float:
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
         config = EngineConfig(embed_cache=Path(tmp) / "cache.sqlite", background_index_work=False)
         with Engine(Path(tmp) / "store", config) as engine:
             coll = engine.collection("c", create=True)
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", action="store_true", help="also time a full ingest with the real model")
+    parser.add_argument("--dir", type=Path, default=None, help="where the stores go (default: the temp dir)")
     args = parser.parse_args()
     corpus = list(itertools.islice(load_beir(args.data / "scifact").corpus(), args.docs))
     items = items_of(corpus)
@@ -94,13 +96,13 @@ def main() -> None:
         for mode in MODES:
             runs = []
             for _ in range(args.repeats):
-                runs.append(storage_seconds(items, mode, batch))
+                runs.append(storage_seconds(items, mode, batch, args.dir))
             row[f"{mode}_s"] = round(statistics.median(runs), 3)
         row["full_over_normal"] = round(row["FULL_s"] / row["NORMAL_s"], 2)
         row["commits"] = -(-len(items) // batch)
         report["storage"][f"batch_{batch}"] = row
     if args.model:
-        timed = {f"{mode}_s": round(ingest_seconds(corpus, mode), 2) for mode in MODES}
+        timed = {f"{mode}_s": round(ingest_seconds(corpus, mode, args.dir), 2) for mode in MODES}
         timed["full_over_normal"] = round(timed["FULL_s"] / timed["NORMAL_s"], 3)
         report["ingest_with_model"] = timed
     print(json.dumps(report, indent=2))
