@@ -15,6 +15,7 @@ No rule here names a corpus, a field or a word; the same code serves languages n
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import unicodedata
@@ -106,7 +107,8 @@ def stopwords(language: str) -> frozenset[str]:
         return frozenset(STOPWORDS_EN)
     try:
         import stopwordsiso
-    except ImportError:  # pragma: no cover - a declared dependency
+    except ImportError:  # pragma: no cover - a declared dependency; without it, no stopwords (said once)
+        logging.getLogger("waypost.text").warning("stopwordsiso is not installed: no %s stopwords", language)
         return frozenset()
     if not stopwordsiso.has_lang(language):
         return frozenset()
@@ -169,8 +171,6 @@ def _thai() -> Callable[[str], list[str]]:
 
 
 def _chinese() -> Callable[[str], list[str]]:
-    import logging
-
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
