@@ -210,6 +210,21 @@ def test_long_lived_fallback_reasons_are_logged_and_bounded(caplog: pytest.LogCa
     assert sum(r.name == "waypost.llm" for r in caplog.records) == KEPT_FALLBACKS + 50
 
 
+def test_the_stem_cache_is_bounded_and_stems_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    import Stemmer
+
+    analyzers = importlib.import_module("waypost.text.analyzers")
+    monkeypatch.setattr(analyzers, "STEM_CACHE_WORDS", 50)
+    stemming = analyzers._Stemming("english")
+    reference = Stemmer.Stemmer("english")
+    for start in range(0, 400, 30):
+        words = [f"running{i}s" for i in range(start, start + 30)] + ["running", "ponies"]
+        assert stemming(words) == reference.stemWords(words)
+        assert len(stemming._cache) <= 50
+
+
 # -- 3. nothing swallowed ----------------------------------------------------------------------------------------
 def test_hnsw_mark_deleted_tolerates_only_an_already_deleted_item() -> None:
     vectors = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)

@@ -79,8 +79,12 @@ class Analyzer(Protocol):
     def terms(self, text: str) -> list[str]: ...
 
 
+STEM_CACHE_WORDS = 500_000  # words whose stems stay cached per language; past it the cache starts over
+
+
 class _Stemming:
-    """Snowball stems, cached per word (the stemmer is not thread-safe; the cache makes that rare)."""
+    """Snowball stems, cached per word (the stemmer is not thread-safe; the cache makes that rare). The
+    cache is bounded: a stream of new words (ids, typos, other scripts) never grows it without end."""
 
     def __init__(self, algorithm: str) -> None:
         import Stemmer
@@ -92,10 +96,14 @@ class _Stemming:
     def __call__(self, words: list[str]) -> list[str]:
         cache = self._cache
         missing = [w for w in set(words) if w not in cache]
-        if missing:
-            with self._lock:
-                cache.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
-        return list(map(cache.__getitem__, words))
+        if not missing:
+            return list(map(cache.__getitem__, words))
+        with self._lock:
+            fresh = dict(zip(missing, self._stemmer.stemWords(missing), strict=True))
+            if len(self._cache) + len(fresh) > STEM_CACHE_WORDS:
+                self._cache = {}  # a new dict, not cleared: callers reading the old one keep it whole
+            self._cache.update(fresh)
+        return [fresh[w] if w in fresh else cache[w] for w in words]
 
 
 @cache
