@@ -797,7 +797,7 @@ def _states_newest_first(base: Path) -> list[Path]:
     def key(path: Path) -> tuple[int, float]:
         try:
             return int(path.name.split("-")[1]), path.stat().st_mtime
-        except (ValueError, IndexError, OSError):
+        except (ValueError, IndexError, OSError):  # an odd name, or removed meanwhile: tried last (and skipped)
             return -1, 0.0
 
     return sorted(base.glob("state-*.json"), key=key, reverse=True)
