@@ -29,6 +29,7 @@ from waypost.ingest.chunker import Chunker
 from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
 from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
+from waypost.lru import DEFAULT_OPEN_COLLECTIONS
 from waypost.post.passages import PassageAssembler, PassageConfig
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
@@ -62,6 +63,7 @@ class EngineConfig:
     graph_reports: str = "extractive"  # extractive (no LLM) | llm (the configured LLM writes community reports)
     spacy_model: str = DEFAULT_SPACY_MODEL  # an installed spaCy pipeline package
     graph: GraphConfig | None = None  # synonym, community and drift settings (None: defaults)
+    max_open_collections: int = DEFAULT_OPEN_COLLECTIONS  # live indexes, trees and graphs kept in memory (LRU)
 
 
 class Engine:
@@ -78,8 +80,12 @@ class Engine:
             self.config.approximate_dense,
             self.config.merge_policy,
             background=self.config.background_index_work,
+            max_open=self.config.max_open_collections,
         )
-        self.trees = TreeCache(self.store, self.backend.trees, self.embedder, self._summarizer, self.config.tree)
+        open_max = self.config.max_open_collections
+        self.trees = TreeCache(
+            self.store, self.backend.trees, self.embedder, self._summarizer, self.config.tree, max_open=open_max
+        )
         self.graphs = GraphCache(
             self.store,
             self.backend.graphs,
@@ -87,6 +93,7 @@ class Engine:
             self._graph_extractor,
             self._graph_reporter,
             config=self.config.graph,
+            max_open=open_max,
         )
         self._embedders: dict[str, Embedder] = {}
         self._coverage: dict[str, CoverageBook] = {}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waypost.llm.accounting import QueryMetadata
+from waypost.llm.base import close_iterator
 from waypost.types import Hit
 
 NOT_SUPPORTED = "The documents do not contain an answer to this question."
@@ -53,8 +54,35 @@ class Answer:
 
 
 @dataclass
-class AnswerStream:
-    """Tokens while they are generated; ``answer`` holds the finished answer once ``tokens`` is spent."""
+class StreamOutcome:
+    """Where a token generator leaves the finished answer (shared with its ``AnswerStream``, so the
+    generator needs no reference back to the stream: dropping the stream then closes it at once)."""
 
-    tokens: Iterator[str]
     answer: Answer | None = None
+
+
+class AnswerStream:
+    """Tokens while they are generated; ``answer`` holds the finished answer once ``tokens`` is spent.
+    An LLM holds a lock or a connection while it streams: stop early with ``close()`` or a ``with`` block
+    (dropping the last reference to the stream also releases them)."""
+
+    def __init__(self, tokens: Iterator[str], outcome: StreamOutcome | None = None) -> None:
+        self.tokens = tokens
+        self._outcome = outcome or StreamOutcome()
+
+    @property
+    def answer(self) -> Answer | None:
+        return self._outcome.answer
+
+    def __iter__(self) -> Iterator[str]:
+        return self.tokens
+
+    def close(self) -> None:
+        """Stop the stream where it is and release what the LLM holds (no answer is set)."""
+        close_iterator(self.tokens)
+
+    def __enter__(self) -> AnswerStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

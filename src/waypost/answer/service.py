@@ -8,7 +8,7 @@ from typing import Protocol
 
 from waypost.answer.extractive import ExtractiveAnswerer
 from waypost.answer.generative import build_messages, is_refusal, parse_citations
-from waypost.answer.model import NOT_SUPPORTED, Answer, AnswerStream
+from waypost.answer.model import NOT_SUPPORTED, Answer, AnswerStream, StreamOutcome
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMError, LLMProvider
 from waypost.types import RetrievalResult
@@ -74,7 +74,7 @@ class AnswerService:
     def stream(self, question: str, strategy: str = "hybrid", k: int = 5) -> AnswerStream:
         """Tokens as the LLM writes them; without an LLM (or when it fails first) the extractive answer."""
         result, meta = self._retrieve(question, strategy, k)
-        out = AnswerStream(iter(()))
+        out = StreamOutcome()  # the generator fills it in; it holds no reference to the stream itself
 
         def tokens() -> Iterator[str]:
             if self.llm is None or not result.hits:
@@ -93,9 +93,10 @@ class AnswerService:
                 out.answer = self._extractive(question, result, meta)
                 yield ("\n" if parts else "") + out.answer.text
                 return
+            finally:  # finished, failed or abandoned: the LLM's stream lets go of its lock or connection now
+                streamed.close()
             meta.timings_ms["answer.llm"] = (time.perf_counter() - t0) * 1000
             meta.record(streamed.completion, self.prices)
             out.answer = self._finish(question, "".join(parts), result, meta)
 
-        out.tokens = tokens()
-        return out
+        return AnswerStream(tokens(), out)

@@ -101,9 +101,13 @@ def measure(
     return Coverage(language, round(value, 4), "measured", len(dense_rr), round(d, 4), round(lex, 4))
 
 
+MEMO_ENTRIES = 4096  # (collection, language) pairs remembered in memory; past it the memo starts over
+
+
 class CoverageBook:
     """Coverage per (model, collection, language): declared, else remembered in the store, else measured
-    (again once the language has grown to four times the chunks it was measured on)."""
+    (again once the language has grown to four times the chunks it was measured on). The in-memory memo is
+    bounded: a collection dropped and made again gets a new key, and the store remembers what was measured."""
 
     def __init__(self, store: DocumentStore, embedder: Embedder) -> None:
         self.store = store
@@ -150,12 +154,16 @@ class CoverageBook:
 
                 measured = measure(indexes, language, texts_of, self.embedder.embed_query)
                 if measured is None:  # too little text in this language to tell: not again until it grows
+                    if len(self._unmeasurable) >= MEMO_ENTRIES:
+                        self._unmeasurable.clear()
                     self._unmeasurable[memo] = max(1, chunks)
                     return Coverage(language, float(self.table().get("*", 1.0)), "default")
                 self.store.remember_coverage(
                     self.embedder.model_id, scope, language, measured.value, measured.samples, chunks
                 )
                 found = measured
+            if len(self._known) >= MEMO_ENTRIES:
+                self._known.clear()  # read from the store again when asked
             self._known[memo] = (found, chunks)
             return found
 

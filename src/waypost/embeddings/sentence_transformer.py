@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,9 @@ class SentenceTransformerEmbedder:
         self._name = model
         self._batch_size = batch_size
         path = resolve_model_path(model)
-        if Path(path).exists():
-            # Local files: never let the hub client reach for the network.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # Local files: the hub client is told by argument (not by the process environment) never to
+        # reach for the network; a hub name is looked up as usual.
+        local = Path(path).exists()
         limit_blas_threads()
         try:
             from sentence_transformers import SentenceTransformer
@@ -50,7 +49,7 @@ class SentenceTransformerEmbedder:
 
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
-            self._model: Any = SentenceTransformer(path, device=device)
+            self._model: Any = SentenceTransformer(path, device=device, local_files_only=local)
         except Exception as exc:
             raise WaypostError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension

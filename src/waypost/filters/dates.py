@@ -175,7 +175,7 @@ def parse_text(text: str) -> Period | None:
             if kind == "mdy":
                 return _moment(date(int(g[2]), _month_number(g[0]), int(g[1])), g[3:8])
             return _month_period(int(g[1]), _month_number(g[0]))
-        except (ValueError, KeyError, OverflowError):
+        except (ValueError, KeyError, OverflowError):  # looks like a date but is none (31 February): not a date
             return None
     return None
 

@@ -108,7 +108,7 @@ def _scalar(raw: str) -> Any:
         return raw[1:-1]
     try:
         return int(raw)
-    except ValueError:
+    except ValueError:  # not an integer: maybe a float, else the text itself
         pass
     try:
         return float(raw)

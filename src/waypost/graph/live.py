@@ -19,6 +19,7 @@ from waypost.graph.communities import CommunityReporter, ExtractiveReporter, det
 from waypost.graph.graph import Community, FloatArray, GraphConfig, KnowledgeGraph, Touched
 from waypost.graph.model import ChunkExtraction, ChunkInput, Extractor
 from waypost.hierarchy.live import DeferredEmbedder, _dead_builder, _uid
+from waypost.lru import DEFAULT_OPEN_COLLECTIONS, CollectionLRU
 from waypost.progress import progress as progress_bar
 
 CONSUMER = "graph"
@@ -79,7 +80,9 @@ class LiveGraph:
         self._changed = threading.Condition(self._lock)  # readers left, or a catch-up ended
         self._readers = 0  # queries reading the graph now (a catch-up waits for none)
         self._writing = False  # a catch-up is changing the graph in place
-        self._local = threading.local()  # per thread: how deep inside ``reading`` it is
+        # per thread id: how deep inside ``reading`` it is (not a thread-local: an abandoned section may be
+        # closed by the garbage collector on another thread, and must still clear its own thread's depth)
+        self._depths: dict[int, int] = {}
         self._graph: KnowledgeGraph | None = None
         self._incarnation = ""
         self.last_update: dict[str, Any] = {}
@@ -121,26 +124,34 @@ class LiveGraph:
         block ends; inside, ``get`` serves it as it is (a query filters chunks by the live indexes, so a
         deleted document is never returned even if the graph is a step behind)."""
         graph = self.get()
+        thread = threading.get_ident()
         with self._lock:
             while self._writing:
                 self._changed.wait()
             self._readers += 1
-        depth = getattr(self._local, "depth", 0)
-        self._local.depth = depth + 1
+            depth = self._depths.get(thread, 0)
+            self._depths[thread] = depth + 1
         try:
             yield self._graph if self._graph is not None else graph
-        finally:
-            self._local.depth = depth
+        finally:  # also when the caller abandons the section: the generator is closed, this runs
             with self._lock:
+                if depth:
+                    self._depths[thread] = depth
+                else:
+                    self._depths.pop(thread, None)
                 self._readers -= 1
                 self._changed.notify_all()
+
+    def _depth(self) -> int:
+        """How deep this thread is inside ``reading`` (the caller holds ``_lock``)."""
+        return self._depths.get(threading.get_ident(), 0)
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
         """Change the graph in place once no query reads it (the caller holds ``_lock``)."""
         self._writing = True
         try:
-            while self._readers > getattr(self._local, "depth", 0):
+            while self._readers > self._depth():
                 self._changed.wait()
             yield
         finally:
@@ -149,7 +160,7 @@ class LiveGraph:
 
     def get(self, build: bool = True, show_progress: bool = False) -> KnowledgeGraph | None:
         with self._lock:
-            if getattr(self._local, "depth", 0) > 0 and self._graph is not None:
+            if self._depth() > 0 and self._graph is not None:
                 return self._graph  # inside ``reading``: as it is
             while self._writing:
                 self._changed.wait()
@@ -344,6 +355,7 @@ class GraphCache:
         extractor: Callable[[], Extractor],
         reporter: Callable[[], CommunityReporter] | None = None,
         config: GraphConfig | None = None,
+        max_open: int = DEFAULT_OPEN_COLLECTIONS,
     ) -> None:
         self.store = store
         self.graphs = graphs
@@ -351,27 +363,31 @@ class GraphCache:
         self.extractor = extractor
         self.reporter = reporter or ExtractiveReporter
         self.config = config
-        self._live: dict[str, LiveGraph] = {}
-        self._lock = threading.Lock()
+        # every change is saved as it is made, so closing a graph is dropping it (what its extractor holds
+        # open is released with it, not closed here: a query still reading the graph may use it); the next
+        # use loads it again
+        self._live: CollectionLRU[LiveGraph] = CollectionLRU(max_open, self._open)
+
+    def _open(self, collection: str) -> LiveGraph:
+        info = self.store.collection(collection)
+        return LiveGraph(
+            collection,
+            self.store,
+            self.graphs,
+            DeferredEmbedder(info.embed_model, info.embed_dim, lambda: self.embedder_for(info.embed_model)),
+            self.extractor(),
+            self.reporter(),
+            self.config,
+        )
 
     def live(self, collection: str) -> LiveGraph:
-        with self._lock:
-            if collection not in self._live:
-                info = self.store.collection(collection)
-                self._live[collection] = LiveGraph(
-                    collection,
-                    self.store,
-                    self.graphs,
-                    DeferredEmbedder(info.embed_model, info.embed_dim, lambda: self.embedder_for(info.embed_model)),
-                    self.extractor(),
-                    self.reporter(),
-                    self.config,
-                )
-            return self._live[collection]
+        return self._live.get(collection)
+
+    def open_collections(self) -> list[str]:
+        return self._live.names()
 
     def forget(self, collection: str) -> None:
-        with self._lock:
-            self._live.pop(collection, None)
+        self._live.pop(collection)
         self.graphs.drop(collection)
         self.store.forget_consumer(collection, CONSUMER)
 

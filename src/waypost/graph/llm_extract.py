@@ -390,7 +390,8 @@ class LLMExtractor:
             total.prompt_tokens += usage.prompt_tokens
             total.completion_tokens += usage.completion_tokens
             total.cost_usd += usage.cost_usd
-            total.fallbacks.extend(usage.fallbacks)
+            for reason in usage.fallbacks:
+                total.add_fallback(reason)
             total.timings_ms["llm"] = total.timings_ms.get("llm", 0.0) + elapsed_ms
             self.llm_chunks += int(ok)
 

@@ -56,12 +56,12 @@ class LLMReporter:
         try:
             completion = self.llm.complete(messages, GenerationParams(max_tokens=self.max_tokens, temperature=0.0))
         except LLMError as exc:
-            self.usage.fallbacks.append(f"community {community.id}: {exc}")
+            self.usage.add_fallback(f"community {community.id}: {exc}")
             return title, material, rows
         self.usage.record(completion, self.prices)
         written = parse_report(completion.text)
         if written is None:
-            self.usage.fallbacks.append(f"community {community.id}: no summary in {completion.text[:80]!r}")
+            self.usage.add_fallback(f"community {community.id}: no summary in {completion.text[:80]!r}")
             return title, material, rows
         written_title, summary = written
         title = written_title or title

@@ -18,6 +18,7 @@ from waypost.hierarchy.search import TreeArrays
 from waypost.hierarchy.summarize import ExtractiveSummarizer, Summarizer
 from waypost.hierarchy.tree import Leaves, Progress, Tree, TreeConfig
 from waypost.index.set import IndexSet
+from waypost.lru import DEFAULT_OPEN_COLLECTIONS, CollectionLRU
 
 CONSUMER = "tree"
 BUILDER = "tree-build"  # + ":<host>:<pid>" of the process building
@@ -34,9 +35,9 @@ def _dead_builder(name: str, prefix: str = BUILDER) -> bool:
         return False
     try:
         os.kill(int(parts[2]), 0)
-    except ProcessLookupError:
+    except ProcessLookupError:  # no such process: the builder died
         return True
-    except PermissionError:
+    except PermissionError:  # the process exists (another user's): alive
         return False
     return False
 
@@ -289,31 +290,34 @@ class TreeCache:
         embedder_for: Callable[[str], Embedder],
         summarizer_for: Callable[[str], Summarizer] | None = None,
         requested: TreeConfig | None = None,
+        max_open: int = DEFAULT_OPEN_COLLECTIONS,
     ) -> None:
         self.store = store
         self.trees = trees
         self.embedder_for = embedder_for
         self.summarizer_for = summarizer_for or (lambda _c: ExtractiveSummarizer())
         self.requested = requested
-        self._live: dict[str, LiveTree] = {}
-        self._lock = threading.Lock()
+        # every change is saved as it is made, so closing a tree is dropping it; the next use loads it again
+        self._live: CollectionLRU[LiveTree] = CollectionLRU(max_open, self._open)
+
+    def _open(self, collection: str) -> LiveTree:
+        info = self.store.collection(collection)
+        return LiveTree(
+            collection,
+            self.store,
+            self.trees,
+            DeferredEmbedder(info.embed_model, info.embed_dim, lambda: self.embedder_for(info.embed_model)),
+            self.summarizer_for(collection),
+            self.requested,
+        )
 
     def live(self, collection: str) -> LiveTree:
-        with self._lock:
-            if collection not in self._live:
-                info = self.store.collection(collection)
-                self._live[collection] = LiveTree(
-                    collection,
-                    self.store,
-                    self.trees,
-                    DeferredEmbedder(info.embed_model, info.embed_dim, lambda: self.embedder_for(info.embed_model)),
-                    self.summarizer_for(collection),
-                    self.requested,
-                )
-            return self._live[collection]
+        return self._live.get(collection)
+
+    def open_collections(self) -> list[str]:
+        return self._live.names()
 
     def forget(self, collection: str) -> None:
-        with self._lock:
-            self._live.pop(collection, None)
+        self._live.pop(collection)
         self.trees.drop(collection)
         self.store.forget_consumer(collection, CONSUMER)

@@ -141,11 +141,11 @@ class LLMSummarizer:
                 [{"role": "user", "content": prompt}], GenerationParams(max_tokens=int(budget * 1.5), temperature=0.0)
             )
         except LLMError as exc:
-            self.usage.fallbacks.append(f"summary: {exc}")
+            self.usage.add_fallback(f"summary: {exc}")
             return self.fallback.summarize(texts, budget)
         self.usage.record(completion, self.prices)
         text = completion.text.strip()
         if not text:
-            self.usage.fallbacks.append("summary: empty reply")
+            self.usage.add_fallback("summary: empty reply")
             return self.fallback.summarize(texts, budget)
         return _cut(text, budget) if count_tokens(text) > budget else text

@@ -59,8 +59,11 @@ class DenseIndex:
         for p in positions.tolist():
             try:
                 self.hnsw.mark_deleted(int(p))
-            except RuntimeError:
-                pass  # already marked (a graph saved after deletes, loaded again)
+            except RuntimeError as exc:
+                # hnswlib says "... already deleted" for a graph saved after deletes and loaded again: what
+                # we wanted. Anything else ("Label not found": a position the graph never held) is a bug.
+                if "already deleted" not in str(exc):
+                    raise
 
     def approximate_search(self, query: FloatMatrix, k: int, dead: int = 0) -> tuple[Positions, Scores]:
         """HNSW neighbours (dead items are marked deleted in the graph and never returned)."""

@@ -50,7 +50,7 @@ def _as_number(value: Any) -> float | None:
     if isinstance(value, str):
         try:
             number = float(value.strip())
-        except ValueError:
+        except ValueError:  # text that is not a number: not a number, as documented
             return None
         return number if math.isfinite(number) else None
     return None

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+import sys
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,6 +39,7 @@ from waypost.index.metadata import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
 from waypost.index.segment import Segment, fsync_path
 from waypost.index.topk import Mask, Positions, Scores, top_k
+from waypost.lru import DEFAULT_OPEN_COLLECTIONS, CollectionLRU
 from waypost.text.analyzers import Analyzers, analyzers
 from waypost.text.language import detector
 
@@ -47,6 +51,9 @@ IntArray = npt.NDArray[np.int64]
 
 STATE_FORMAT = 1
 CONSUMER = "flat-indexes"
+KEPT_ERRORS = 5  # recent background errors kept for ``status`` (all of them go to the log)
+
+logger = logging.getLogger("waypost.index")
 
 
 @dataclass(frozen=True)
@@ -373,7 +380,8 @@ class LiveStatus:
     last_merge: dict[str, Any] | None
     last_catch_up_ms: float
     loaded_from: str
-    errors: list[str]
+    errors: list[str]  # the most recent background errors (at most ``KEPT_ERRORS``)
+    error_count: int = 0  # every background error since this process opened the index
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -413,7 +421,9 @@ class LiveIndex:
         self._persisted: _Persisted | None = None
         self.last_merge: dict[str, Any] | None = None
         self.loaded_from = "none"
-        self.errors: list[str] = []
+        self.errors: deque[str] = deque(maxlen=KEPT_ERRORS)  # the recent ones; every one is logged
+        self.error_count = 0
+        self._closed = False  # closed (evicted or shut down): background work runs inline
 
     # -- reading ------------------------------------------------------------------------------
     def get(self) -> IndexSet:
@@ -457,18 +467,30 @@ class LiveIndex:
 
     # -- maintenance: merges and saves, on the worker thread -----------------------------------
     def _schedule(self, task: Callable[[], None]) -> None:
-        if not self.background:
+        if not self.background or self._closed:
             self._run(task)
             return
         if self._pending is not None and not self._pending.done():
             return  # one task at a time; the next catch-up looks again
+        self._submit(task)
+
+    def _submit(self, task: Callable[[], None]) -> None:
+        if self._closed:  # a caller kept this index past its close: no worker any more, run it here
+            self._run(task)
+            return
         self._pending = self._worker.submit(self._run, task)
+
+    def _record_error(self, message: str, exc: BaseException, level: int = logging.WARNING) -> None:
+        """A background failure: logged (``waypost.index``), counted, and the recent ones kept for ``status``."""
+        self.error_count += 1
+        self.errors.append(message)
+        logger.log(level, "collection %r: %s", self.collection, message, exc_info=exc)
 
     def _run(self, task: Callable[[], None]) -> None:
         try:
             task()
-        except Exception as exc:  # a failed merge or save leaves the live view as it was
-            self.errors.append(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a failed merge or save leaves the live view as it was; the log says why
+            self._record_error(f"background index work failed: {type(exc).__name__}: {exc}", exc, logging.ERROR)
 
     def _maybe_maintain(self, state: IndexSet) -> None:
         policy = self.policy
@@ -584,11 +606,11 @@ class LiveIndex:
                     Segment.verify(segment.path, full=True)
                 except (OSError, ValueError) as exc:
                     with _directory_lock(segment.path.parent, exclusive=True):
-                        shutil.rmtree(segment.path, ignore_errors=True)
+                        _remove_tree(segment.path)
                     with self._lock:
                         self._current = None
                         self._persisted = None
-                    self.errors.append(f"saved segment failed its full check, rebuilding: {exc}")
+                    self._record_error(f"saved segment failed its full check, rebuilding: {exc}", exc)
                     return
 
         return verify
@@ -620,7 +642,7 @@ class LiveIndex:
                             os.rename(tmp, target)
                             fsync_path(base)
                         finally:
-                            shutil.rmtree(tmp, ignore_errors=True)
+                            _remove_tree(tmp)
                     segment.path = target
             terms = state.vocab.terms[: len(state.vocab)]
             payload = json.dumps(terms, ensure_ascii=False)
@@ -644,7 +666,8 @@ class LiveIndex:
             self._persisted = _Persisted(state.generation, path)
             try:
                 self.store.acknowledge(self.collection, CONSUMER, state.generation, state.version)
-            except CollectionNotFoundError:
+            except CollectionNotFoundError:  # dropped while we saved: its directory goes with it
+                logger.debug("collection %r was dropped while its index was saved", self.collection)
                 return
             _collect_garbage(base, keep_states=2)
 
@@ -702,10 +725,10 @@ class LiveIndex:
                 self.loaded_from = f"{path.name} (saved generation {generation})"
                 self._persisted = _Persisted(generation, path)
                 if self.background:
-                    self._pending = self._worker.submit(self._run, self._verify_task(segments))
+                    self._submit(self._verify_task(segments))
                 return state
             except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-                self.errors.append(f"ignored saved index state {path.name}: {exc}")
+                self._record_error(f"ignored saved index state {path.name}: {exc}", exc)  # the next one may do
                 continue
         return None
 
@@ -724,7 +747,15 @@ class LiveIndex:
                 self._run(lambda: self._persist(state))
 
     def close(self) -> None:
+        """Finish background work, save what is unsaved, stop the worker thread (again: a no-op)."""
+        if self._closed:
+            return
         self.flush()
+        self.shut_down()
+
+    def shut_down(self) -> None:
+        """Stop the worker thread without saving (the collection is being dropped); later work runs inline."""
+        self._closed = True
         self._worker.shutdown(wait=True)
 
     def status(self) -> LiveStatus:
@@ -748,7 +779,8 @@ class LiveIndex:
             last_merge=self.last_merge,
             last_catch_up_ms=round(state.build_seconds * 1000, 3),
             loaded_from=self.loaded_from,
-            errors=list(self.errors[-5:]),
+            errors=list(self.errors),
+            error_count=self.error_count,
         )
 
 
@@ -768,7 +800,7 @@ def _states_newest_first(base: Path) -> list[Path]:
     def key(path: Path) -> tuple[int, float]:
         try:
             return int(path.name.split("-")[1]), path.stat().st_mtime
-        except (ValueError, IndexError, OSError):
+        except (ValueError, IndexError, OSError):  # an odd name, or removed meanwhile: tried last (and skipped)
             return -1, 0.0
 
     return sorted(base.glob("state-*.json"), key=key, reverse=True)
@@ -797,7 +829,8 @@ def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) 
     for path in states[:keep_states]:
         try:
             manifest = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, json.JSONDecodeError) as exc:  # a state another process removes or writes now
+            logger.debug("garbage collection skips unreadable state %s: %s", path, exc)
             continue
         keep.update(manifest.get("segments", []))
         keep.add(manifest.get("vocab", ""))
@@ -808,15 +841,18 @@ def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) 
         try:
             if path.name.startswith(".") and ".tmp-" in path.name:
                 if now - path.stat().st_mtime > tmp_grace_s:
-                    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                    _remove_tree(path) if path.is_dir() else path.unlink(missing_ok=True)
             elif (path.name.startswith("seg-") or path.name.startswith("vocab-")) and path.name not in keep:
-                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-        except OSError:
+                _remove_tree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        except OSError as exc:  # removed by another process meanwhile, or not ours to remove: tried next time
+            logger.debug("garbage collection could not remove %s: %s", path, exc)
             continue
 
 
 class IndexCache:
-    """Hands out the current ``IndexSet`` of each collection, kept current from the change log."""
+    """Hands out the current ``IndexSet`` of each collection, kept current from the change log. At most
+    ``max_open`` collections keep a live index; the least recently used is flushed (unsaved work saved,
+    background work finished) and closed, and reloaded from its saved state when used again."""
 
     def __init__(
         self,
@@ -825,58 +861,70 @@ class IndexCache:
         approximate: bool = False,
         policy: MergePolicy | None = None,
         background: bool = True,
+        max_open: int = DEFAULT_OPEN_COLLECTIONS,
     ) -> None:
         self.store = store
         self.cache_dir = cache_dir
         self.approximate = approximate
         self.policy = policy
         self.background = background
-        self._live: dict[str, LiveIndex] = {}
-        self._lock = threading.Lock()
+        self._live: CollectionLRU[LiveIndex] = CollectionLRU(max_open, self._open, self._close)
+
+    def _open(self, collection: str) -> LiveIndex:
+        directory = None if self.cache_dir is None else self.cache_dir / collection
+        if directory is not None:
+            _drop_legacy(directory)
+        return LiveIndex(self.store, collection, directory, self.approximate, self.policy, background=self.background)
+
+    @staticmethod
+    def _close(collection: str, index: LiveIndex) -> None:
+        try:
+            index.close()
+        except CollectionNotFoundError:  # dropped meanwhile: nothing of it is worth saving
+            logger.debug("collection %r was dropped before its index was closed", collection)
 
     def live(self, collection: str) -> LiveIndex:
-        found = self._live.get(collection)
-        if found is None:
-            with self._lock:
-                found = self._live.get(collection)
-                if found is None:
-                    directory = None if self.cache_dir is None else self.cache_dir / collection
-                    if directory is not None:
-                        _drop_legacy(directory)
-                    found = LiveIndex(
-                        self.store, collection, directory, self.approximate, self.policy, background=self.background
-                    )
-                    self._live[collection] = found
-        return found
+        return self._live.get(collection)
 
     def get(self, collection: str) -> IndexSet:
         return self.live(collection).get()
 
+    def open_collections(self) -> list[str]:
+        """Collections with a live index in this process, least recently used first."""
+        return self._live.names()
+
     def forget(self, collection: str) -> None:
-        with self._lock:
-            found = self._live.pop(collection, None)
+        found = self._live.pop(collection)
         if found is not None:
             found.wait()
-            found._worker.shutdown(wait=True)
+            found.shut_down()
         if self.cache_dir is not None:
-            shutil.rmtree(self.cache_dir / collection, ignore_errors=True)
+            _remove_tree(self.cache_dir / collection)
 
     def close(self) -> None:
-        with self._lock:
-            live = list(self._live.values())
-            self._live.clear()
-        for index in live:
-            try:
-                index.close()
-            except CollectionNotFoundError:
-                continue
+        self._live.close_all()
 
 
 def _drop_legacy(directory: Path) -> None:
     """Caches of the single-snapshot design (``bm25-*``) are never read again."""
     if directory.exists():
         for old in directory.glob("bm25-*"):
-            shutil.rmtree(old, ignore_errors=True)
+            _remove_tree(old)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a directory tree, as much of it as can be; what cannot be removed is logged (a leftover
+    directory is collected by a later save)."""
+
+    def report(_func: Callable[..., Any], failed: str, exc_info: Any) -> None:
+        exc = exc_info[1] if isinstance(exc_info, tuple) else exc_info
+        if not isinstance(exc, FileNotFoundError):  # already gone is what we wanted
+            logger.warning("could not remove %s: %s", failed, exc)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=report)
+    else:
+        shutil.rmtree(path, onerror=report)
 
 
 __all__ = ["BM25Params", "IndexCache", "IndexSet", "LiveIndex", "MergePolicy"]

@@ -107,7 +107,7 @@ def _coerce(value: Any) -> Any:
     value = value.strip()
     try:
         return int(value)
-    except ValueError:
+    except ValueError:  # not an integer: maybe a float, else the text itself
         pass
     try:
         number = float(value)

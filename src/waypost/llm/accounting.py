@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from waypost.llm.base import Completion
+
+KEPT_FALLBACKS = 100  # reasons an accumulator that lives as long as a tree or graph keeps (every one is logged)
+
+logger = logging.getLogger("waypost.llm")
 
 # USD per million tokens (prompt, completion). Local models cost nothing; extend or override per deployment.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
@@ -43,6 +48,14 @@ class QueryMetadata:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     fallbacks: list[str] = field(default_factory=list)
+
+    def add_fallback(self, reason: str, keep: int = KEPT_FALLBACKS) -> None:
+        """A fallback in background work (tree summaries, graph extraction and reports), whose accounting
+        lives as long as the tree or graph: logged as a warning, and only the most recent ``keep`` kept."""
+        logger.warning("%s: %s", self.strategy, reason)
+        self.fallbacks.append(reason)
+        if len(self.fallbacks) > keep:
+            del self.fallbacks[: len(self.fallbacks) - keep]
 
     def record(self, completion: Completion, prices: PriceTable) -> None:
         self.llm_calls += 1

@@ -61,10 +61,28 @@ def completion_from_reply(payload: Any, model: str, started: float, source: str)
 
 @dataclass
 class StreamResult:
-    """Tokens as they arrive; ``completion`` is filled in once the stream ends."""
+    """Tokens as they arrive; ``completion`` is filled in once the stream ends. A provider may hold a lock
+    or a connection while it streams: ``close()`` (or leaving a ``with`` block, or dropping the last
+    reference) releases it when the caller stops reading early."""
 
     tokens: Iterator[str]
     completion: Completion = field(default_factory=lambda: Completion("", ""))
+
+    def close(self) -> None:
+        close_iterator(self.tokens)
+
+    def __enter__(self) -> StreamResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def close_iterator(tokens: Iterator[Any]) -> None:
+    """Close a generator (running its ``finally`` blocks, releasing what it holds); other iterators hold nothing."""
+    close = getattr(tokens, "close", None)
+    if callable(close):
+        close()
 
 
 class LLMProvider(Protocol):

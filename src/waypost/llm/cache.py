@@ -89,15 +89,16 @@ class CachedLLM:
         if hit is not None:
             return StreamResult(iter([hit.text]), hit)
         inner = self.inner.stream(messages, params)
-        result = StreamResult(iter(()), inner.completion)
 
         def tokens() -> Iterator[str]:
-            yield from inner.tokens
+            try:
+                yield from inner.tokens
+            finally:  # stopped early or not: the provider's stream lets go of what it holds
+                inner.close()
             if self._cacheable(inner.completion):
                 self._put(key, inner.completion)
 
-        result.tokens = tokens()
-        return result
+        return StreamResult(tokens(), inner.completion)
 
     def close(self) -> None:
         with self._lock:

@@ -77,9 +77,11 @@ class LlamaCppLLM:
 
     def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
         params = params or GenerationParams()
-        result = StreamResult(iter(()), Completion("", self.model_id))
+        completion = Completion("", self.model_id)  # filled in as the stream ends
 
         def tokens() -> Iterator[str]:
+            # holds the model's lock while it yields: closing the generator (the caller's ``close()``, or
+            # dropping it: nothing here refers back to the result) leaves the ``with`` and releases it
             t0 = time.perf_counter()
             parts: list[str] = []
             with self._lock, _as_llm_error():
@@ -93,15 +95,14 @@ class LlamaCppLLM:
                     choice = event["choices"][0]
                     piece = choice.get("delta", {}).get("content") or ""
                     if choice.get("finish_reason"):
-                        result.completion.finish_reason = str(choice["finish_reason"])
+                        completion.finish_reason = str(choice["finish_reason"])
                     if piece:
                         parts.append(piece)
                         yield piece
             text = "".join(parts)
-            result.completion.text = text
-            result.completion.latency_ms = (time.perf_counter() - t0) * 1000
-            result.completion.prompt_tokens = len(self._llm.tokenize(str(messages).encode(), add_bos=False))
-            result.completion.completion_tokens = len(self._llm.tokenize(text.encode(), add_bos=False)) if text else 0
+            completion.text = text
+            completion.latency_ms = (time.perf_counter() - t0) * 1000
+            completion.prompt_tokens = len(self._llm.tokenize(str(messages).encode(), add_bos=False))
+            completion.completion_tokens = len(self._llm.tokenize(text.encode(), add_bos=False)) if text else 0
 
-        result.tokens = tokens()
-        return result
+        return StreamResult(tokens(), completion)

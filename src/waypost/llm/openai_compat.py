@@ -35,13 +35,13 @@ def _retry_after(header: str | None) -> float:
         return 0.0
     try:
         return max(0.0, float(header))
-    except ValueError:
+    except ValueError:  # not seconds: maybe an HTTP date
         pass
     try:
         from email.utils import parsedate_to_datetime
 
         return max(0.0, parsedate_to_datetime(header).timestamp() - time.time())
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # unreadable: the usual backoff applies
         return 0.0
 
 
@@ -134,9 +134,12 @@ class OpenAICompatibleLLM:
 
     def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
         params = params or GenerationParams()
-        result = StreamResult(iter(()), Completion("", self.model_id))
+        completion = Completion("", self.model_id)  # filled in as the stream ends
 
         def tokens() -> Iterator[str]:
+            # holds a concurrency slot and the response while it yields: closing the generator (the caller's
+            # ``close()``, or dropping it: nothing here refers back to the result, so no cycle keeps it
+            # alive) leaves both ``with`` blocks and gives them back
             t0 = time.perf_counter()
             parts: list[str] = []
             done = False
@@ -159,21 +162,20 @@ class OpenAICompatibleLLM:
                             raise LLMError(f"{self._url} streamed an error: {str(event['error'])[:200]}")
                         usage = event.get("usage")
                         if usage:
-                            result.completion.prompt_tokens = int(usage.get("prompt_tokens", 0))
-                            result.completion.completion_tokens = int(usage.get("completion_tokens", 0))
+                            completion.prompt_tokens = int(usage.get("prompt_tokens", 0))
+                            completion.completion_tokens = int(usage.get("completion_tokens", 0))
                         for choice in event.get("choices") or []:
                             piece = (choice.get("delta") or {}).get("content") or ""
                             if piece:
                                 parts.append(piece)
                                 yield piece
                             if choice.get("finish_reason"):
-                                result.completion.finish_reason = str(choice["finish_reason"])
-            if not done and not result.completion.finish_reason:
+                                completion.finish_reason = str(choice["finish_reason"])
+            if not done and not completion.finish_reason:
                 raise LLMError(f"{self._url} ended its stream before the answer was finished")
-            result.completion.text = "".join(parts)
-            result.completion.latency_ms = (time.perf_counter() - t0) * 1000
-            if not result.completion.completion_tokens:
-                result.completion.completion_tokens = len(parts)
+            completion.text = "".join(parts)
+            completion.latency_ms = (time.perf_counter() - t0) * 1000
+            if not completion.completion_tokens:
+                completion.completion_tokens = len(parts)
 
-        result.tokens = tokens()
-        return result
+        return StreamResult(tokens(), completion)

@@ -30,7 +30,7 @@ def _decoded(text: str) -> Any:
                 continue
             try:
                 value, _ = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
+            except json.JSONDecodeError:  # no JSON value starts at this bracket: try the next one
                 continue
             if value:
                 return value

@@ -10,6 +10,7 @@ go through one connection behind one lock, so a long ingest batch never stalls a
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -35,6 +36,8 @@ from waypost.base import (
 )
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.types import Chunk, Document
+
+logger = logging.getLogger("waypost.store")
 
 
 def _json_value(value: Any) -> Any:
@@ -699,10 +702,7 @@ class SQLiteStore:
         with self._write_lock, self._connections_lock:
             self._closed = True
             for conn in self._connections:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
+                _close_quietly(conn)
             self._connections.clear()
 
 
@@ -717,10 +717,16 @@ def _release(conn: sqlite3.Connection, connections: list[sqlite3.Connection], lo
     with lock:
         if conn in connections:
             connections.remove(conn)
+    _close_quietly(conn)
+
+
+def _close_quietly(conn: sqlite3.Connection) -> None:
+    """Close a connection we are done with; a failure there loses nothing (every transaction ended), so
+    it is logged at debug level and not raised."""
     try:
         conn.close()
-    except sqlite3.Error:
-        pass
+    except sqlite3.Error as exc:
+        logger.debug("closing a store connection failed: %s", exc)
 
 
 class _Transaction:
@@ -752,5 +758,5 @@ class _Transaction:
         if self._conn.in_transaction:
             try:
                 self._conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # SQLite already rolled back; the original error is the one that matters
+            except sqlite3.Error as exc:  # SQLite already rolled back; the original error is the one that matters
+                logger.debug("rollback after a failed transaction: %s", exc)

@@ -15,6 +15,7 @@ No rule here names a corpus, a field or a word; the same code serves languages n
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import unicodedata
@@ -78,8 +79,12 @@ class Analyzer(Protocol):
     def terms(self, text: str) -> list[str]: ...
 
 
+STEM_CACHE_WORDS = 500_000  # words whose stems stay cached per language; past it the cache starts over
+
+
 class _Stemming:
-    """Snowball stems, cached per word (the stemmer is not thread-safe; the cache makes that rare)."""
+    """Snowball stems, cached per word (the stemmer is not thread-safe; the cache makes that rare). The
+    cache is bounded: a stream of new words (ids, typos, other scripts) never grows it without end."""
 
     def __init__(self, algorithm: str) -> None:
         import Stemmer
@@ -91,10 +96,14 @@ class _Stemming:
     def __call__(self, words: list[str]) -> list[str]:
         cache = self._cache
         missing = [w for w in set(words) if w not in cache]
-        if missing:
-            with self._lock:
-                cache.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
-        return list(map(cache.__getitem__, words))
+        if not missing:
+            return list(map(cache.__getitem__, words))
+        with self._lock:
+            fresh = dict(zip(missing, self._stemmer.stemWords(missing), strict=True))
+            if len(self._cache) + len(fresh) > STEM_CACHE_WORDS:
+                self._cache = {}  # a new dict, not cleared: callers reading the old one keep it whole
+            self._cache.update(fresh)
+        return [fresh[w] if w in fresh else cache[w] for w in words]
 
 
 @cache
@@ -106,7 +115,8 @@ def stopwords(language: str) -> frozenset[str]:
         return frozenset(STOPWORDS_EN)
     try:
         import stopwordsiso
-    except ImportError:  # pragma: no cover - a declared dependency
+    except ImportError:  # pragma: no cover - a declared dependency; without it, no stopwords (said once)
+        logging.getLogger("waypost.text").warning("stopwordsiso is not installed: no %s stopwords", language)
         return frozenset()
     if not stopwordsiso.has_lang(language):
         return frozenset()
@@ -169,8 +179,6 @@ def _thai() -> Callable[[str], list[str]]:
 
 
 def _chinese() -> Callable[[str], list[str]]:
-    import logging
-
     import jieba
 
     jieba.setLogLevel(logging.WARNING)

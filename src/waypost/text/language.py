@@ -9,6 +9,7 @@ Queries are short, so they are identified among the languages their collection h
 
 from __future__ import annotations
 
+import logging
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -214,7 +215,8 @@ def _load_identifier() -> Any:
                 norm_probs=True,
                 tk_row=modelio._to_array(data["nextmove_row"]),
             )
-    except (OSError, KeyError, ValueError):  # no writable cache, or an unexpected layout: the library's way
+    except (OSError, KeyError, ValueError) as exc:  # no writable cache, or an unexpected layout: the library's way
+        logging.getLogger("waypost.text").debug("language model cache %s unusable (%s): loading slowly", cache, exc)
         return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 

@@ -8,6 +8,7 @@ fails, the ``fallback`` reranker's result is returned with a note saying why.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import replace
@@ -22,13 +23,27 @@ from waypost.types import Hit, RetrievalResult
 
 _MODELS: dict[tuple[str, str, int, float], Any] = {}  # loaded models, by folder, device, length and mtime
 _MODELS_LOCK = threading.Lock()
+MAX_SHARED_MODELS = 4  # loaded models kept for later rerankers; the oldest loaded goes first
+
+logger = logging.getLogger("waypost.rerank")
+
+
+def _share(key: tuple[str, str, int, float], model: Any) -> None:
+    """Keep a loaded model for later rerankers: a retrained folder (new mtime) replaces its old model, and
+    at most ``MAX_SHARED_MODELS`` stay loaded."""
+    with _MODELS_LOCK:
+        for old in [k for k in _MODELS if k[:3] == key[:3] and k != key]:
+            del _MODELS[old]
+        _MODELS[key] = model
+        while len(_MODELS) > MAX_SHARED_MODELS:
+            del _MODELS[next(iter(_MODELS))]
 
 
 def _folder_stamp(path: str) -> float:
     """The newest modification time in the model folder, so a replaced model is loaded afresh."""
     try:
         return max((f.stat().st_mtime for f in Path(path).iterdir()), default=0.0)
-    except OSError:
+    except OSError:  # the folder is unreadable or gone: loading it next says so, with the path
         return 0.0
 
 
@@ -95,8 +110,7 @@ class CrossEncoderReranker:
             except Exception as exc:
                 self._load_error = f"cannot load {self.path}: {short_reason(exc)}"
                 raise WaypostError(self._load_error) from exc
-            with _MODELS_LOCK:
-                _MODELS[key] = self._model
+            _share(key, self._model)
             return self._model
 
     def scores(self, query: str, texts: list[str]) -> list[float]:
@@ -124,7 +138,8 @@ class CrossEncoderReranker:
         head = result.hits[: self.depth]
         try:
             values = self.scores(query, [hit.chunk.text for hit in head])
-        except Exception as exc:
+        except Exception as exc:  # any model failure: the fallback answers, the note and log say why
+            logger.warning("cross-encoder %s failed, fell back to %s: %s", self.path, self.fallback.name, exc)
             out = copy_result(self.fallback.rerank(query, result))
             out.explanation.notes.append(
                 f"rerank: cross-encoder failed ({short_reason(exc)}); fell back to {self.fallback.name}"

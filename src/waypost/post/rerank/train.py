@@ -10,6 +10,7 @@ grouped cross-validation over the training queries."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from waypost.post.rerank.profile import RerankProfile
 from waypost.progress import track
 from waypost.retrieval.registry import make_retriever
 from waypost.types import Hit
+
+logger = logging.getLogger("waypost.rerank")
 
 if TYPE_CHECKING:
     from waypost.engine import Collection
@@ -154,7 +157,8 @@ def fit_profile(groups: Sequence[TrainingGroup], name: str, source: str, folds: 
             held = [g for i, g in enumerate(groups) if i % folds == fold]
             try:
                 w = _fit(train, mean, scale, c)
-            except WaypostError:
+            except WaypostError as exc:  # this fold's training queries give no pairs: the others still score
+                logger.debug("rerank training: fold %d skipped at C=%s: %s", fold, c, exc)
                 continue
             scores += [_ndcg10(((g.features - mean) / scale) @ w, g.labels) for g in held]
         if scores:
