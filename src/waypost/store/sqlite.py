@@ -26,6 +26,7 @@ import numpy.typing as npt
 from waypost.base import ChangeSet, ChunkSnapshot, CollectionInfo, Feedback, IngestItem, StoredChunk
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.types import Chunk, Document
+from waypost.validation import id_list
 
 
 def _json_value(value: Any) -> Any:
@@ -260,7 +261,7 @@ class SQLiteStore:
 
     # -- writes ------------------------------------------------------------------------------
     def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]:
-        wanted = list(ids)
+        wanted = id_list(ids)
         found: dict[str, str] = {}
         conn = self._conn
         for start in range(0, len(wanted), 500):
@@ -340,6 +341,7 @@ class SQLiteStore:
         return len(items)
 
     def delete(self, collection: str, ids: Iterable[str]) -> int:
+        ids = id_list(ids)  # a bare string is refused, not deleted character by character
         self._dimension(collection)
         removed = 0
         conn = self._writer
