@@ -85,9 +85,9 @@ def test_other_public_calls_check_their_arguments(coll: Collection, engine: Engi
 
 @pytest.mark.parametrize("name", ["", "../outside", "/tmp/x", "a/b", ".hidden", "..", "x" * 200, "tab\there", 7])
 def test_collection_names_never_become_paths(engine: Engine, tmp_path: Path, name: object) -> None:
-    with pytest.raises(InvalidInputError, match="collection name"):
+    with pytest.raises(InvalidInputError, match="a collection name is"):
         engine.collection(name, create=True)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="collection name"):
+    with pytest.raises(InvalidInputError, match="a collection name is"):
         engine.drop(name)  # type: ignore[arg-type]
 
 
