@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 import string
 import time
+from pathlib import Path
 
 from waypost.base import Embedder
-from waypost.engine import Engine
+from waypost.engine import Engine, EngineConfig
 from waypost.ingest.chunker import WORD_CHARS, Chunker, TokenWindow, count_tokens, token_window
 from waypost.store.sqlite import index_text
 from waypost.types import Document
@@ -107,3 +108,16 @@ def test_ingest_honours_the_window_and_keeps_spans(engine: Engine, minilm: Embed
     hits = coll.retrieve(rows.chunk_texts[0][:60], strategy="bm25", k=50).hits
     assert all(stored.text[h.chunk.start : h.chunk.end] == h.chunk.text for h in hits)
     assert coll.add([Document("rare", text, title="Rare words")]).unchanged == 1  # re-adding is still a no-op
+
+
+def test_a_graph_builds_over_a_megabyte_run(tmp_path: Path, minilm: Embedder) -> None:
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=1000))  # 60 chunks: one spaCy process
+    engine.register_embedder(minilm)
+    coll = engine.collection("blob-graph", create=True)
+    run = ("q7w8e9r0t1" * 120_000)[:1_200_000]  # past spaCy's 1,000,000-character limit for one text
+    report = coll.add([Document("blob", f"Marie Curie worked in Paris. {run}"), Document("p", "Paris is in France.")])
+    assert report.added == 2 and not report.failures
+    graph = coll.graph().get()  # before: one 1.2 MB chunk, and spaCy refused it, aborting the build
+    assert graph is not None
+    assert max(len(t) for t in engine.store.snapshot(coll.name).chunk_texts) == 1000 * WORD_CHARS
+    engine.close()
