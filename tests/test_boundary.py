@@ -56,6 +56,10 @@ def test_other_public_calls_check_their_arguments(coll: Collection, engine: Engi
         coll.add(Document("x", "one document, not a list"))  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="Document"):
         coll.add([{"id": "x", "text": "a dict"}])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="single path"):
+        coll.add_paths("docs/")  # type: ignore[arg-type]  # before: the paths d, o, c, s and /
+    with pytest.raises(InvalidInputError, match="rerank"):
+        coll.retrieve("topic", rerank=3)  # type: ignore[arg-type]
     for bad_k in (0, -1, 2.5, "5", True):
         with pytest.raises(InvalidInputError, match="k"):
             coll.retrieve("topic", k=bad_k)  # type: ignore[arg-type]

@@ -259,7 +259,10 @@ class Collection:
         return self._ingestor().ingest(self.name, documents, show_progress=show_progress, total=total)
 
     def add_paths(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
-        """Load every supported file under ``paths``; bad files are reported, the rest still ingested."""
+        """Load every supported file under ``paths`` (a list: one path alone is refused, as ids are); bad
+        files are reported, the rest still ingested."""
+        if isinstance(paths, (str, bytes, Path)):
+            raise InvalidInputError(f"paths must be a list of paths, not the single path {paths!r}; pass [{paths!r}]")
         report = IngestReport()
         docs = documents_from_paths(paths, report.failures)
         return self._ingestor().ingest(self.name, docs, report=report, show_progress=show_progress)
@@ -422,7 +425,7 @@ class Collection:
         """The reranker ``spec`` names, bound to this collection (see ``waypost.post.rerank.factory``)."""
         from waypost.post.rerank.factory import DEFAULT_DEPTH, make_reranker
 
-        llm = self.engine.llm() if spec.partition(":")[0] == "llm" else None
+        llm = self.engine.llm() if name_string(spec, "rerank").partition(":")[0] == "llm" else None
         depth = DEFAULT_DEPTH if depth is None else depth
         return make_reranker(spec, ctx or self.context(), self.engine.path, llm, self.engine.config.prices, depth)
 

@@ -144,8 +144,8 @@ def check_metadata(metadata: object, doc_id: str) -> dict[str, Any]:
         raise InvalidDocumentError(f"document {doc_id!r}: metadata must be a mapping, got {type(metadata).__name__}")
     out: dict[str, Any] = {}
     for key, value in metadata.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidDocumentError(f"document {doc_id!r}: metadata field names must be non-empty text, got {key!r}")
+        if not isinstance(key, str):
+            raise InvalidDocumentError(f"document {doc_id!r}: metadata field names must be text, got {key!r}")
         key = clean_text(key)
         out[key] = _metadata_value(value, doc_id, key)
     return out
