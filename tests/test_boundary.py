@@ -246,3 +246,14 @@ def test_embedder_reports_its_window(minilm: Embedder) -> None:
     assert window is not None and window.max_input_tokens == 256
     assert window.count_input_tokens(["hello world", ""]) == [4, 2]  # [CLS] hello world [SEP]
     assert json.dumps(window.count_input_tokens([])) == "[]"
+
+
+def test_a_file_name_that_is_not_utf8_loads_with_a_clean_id(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / os.fsdecode(b"notes-\xff.txt")  # the \xff byte becomes the lone surrogate \udcff
+    path.write_text("Some notes about tides.", encoding="utf-8")
+    docs = [d for d in load_path(path, tmp_path) if isinstance(d, Document)]
+    assert [d.id for d in docs] == ["notes-\ufffd.txt"]
+    assert docs[0].title == "notes-\ufffd" and "\ufffd" in docs[0].source
+    json.dumps(docs[0].__dict__, ensure_ascii=False).encode("utf-8")  # storable as UTF-8
