@@ -7,8 +7,9 @@ import difflib
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 # One BLAS thread: on few cores it otherwise fights torch's threads (set before numpy loads).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -17,6 +18,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
 from waypost.errors import WaypostError
@@ -33,9 +35,53 @@ from waypost.retrieval.registry import STRATEGIES
 from waypost.store.backend import open_backend, store_exists
 from waypost.types import RetrievalResult
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="waypost: local-first adaptive retrieval.")
+if TYPE_CHECKING:
+    from typer import _click  # typer's own copy of click, which its Group.invoke takes
+
 console = Console()
 err = Console(stderr=True)
+
+
+def _one_line(message: str) -> str:
+    """A message as one printable line (lone surrogates, e.g. from odd file names, escaped)."""
+    return " ".join(message.split()).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _print_error(message: str) -> None:
+    err.print("[bold red]error:[/] ", end="")
+    err.print(_one_line(message), markup=False, highlight=False, soft_wrap=True)
+
+
+class _Commands(TyperGroup):
+    """Runs every command (subcommands too) so that bad input never ends in a traceback: a ``WaypostError``,
+    or the ``OSError``/``UnicodeError``/``ValueError`` of an unusable file, prints one line and exits 2; any
+    other exception is a bug, reported in one line with where it happened (``WAYPOST_TRACEBACK=1``: in full)."""
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # usage errors and exits are typer's own
+            raise
+        except WaypostError as exc:
+            _print_error(str(exc))
+        except (OSError, UnicodeError, ValueError) as exc:
+            _print_error(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            if os.environ.get("WAYPOST_TRACEBACK"):
+                raise
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            _print_error(
+                f"unexpected {type(exc).__name__}: {exc} (at {Path(frame.filename).name}:{frame.lineno} in "
+                f"{frame.name}); this is a bug in waypost: please report it, with the full traceback that "
+                "WAYPOST_TRACEBACK=1 prints"
+            )
+            raise typer.Exit(1) from exc
+        raise typer.Exit(2)
+
+
+app = typer.Typer(
+    cls=_Commands, add_completion=False, no_args_is_help=True, help="waypost: local-first adaptive retrieval."
+)
 
 StoreOpt = Annotated[Path, typer.Option("--store", "-s", envvar="WAYPOST_STORE", help="Store directory.")]
 CollOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection name.")]
@@ -135,7 +181,8 @@ def add(
             f"{report.chunks} chunks in {report.seconds:.1f}s"
         )
         for f in report.failures:
-            err.print(f"[yellow]skipped[/] {f.source}: {f.error}")
+            err.print("[yellow]skipped[/] ", end="")
+            err.print(_one_line(f"{f.source}: {f.error}"), markup=False, highlight=False, soft_wrap=True)
     if report.failures and not (report.added or report.updated or report.unchanged):
         raise typer.Exit(1)
 

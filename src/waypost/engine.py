@@ -13,9 +13,9 @@ from waypost.answer.service import AnswerService
 from waypost.base import CollectionInfo, Embedder, Feedback, Reranker
 from waypost.embeddings.coverage import CoverageBook
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
-from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
+from waypost.errors import CollectionNotFoundError, InvalidInputError, ModelMismatchError, WaypostError
 from waypost.filters.extract import FilterExtractor
-from waypost.filters.model import Filter
+from waypost.filters.model import Filter, check_filter
 from waypost.graph.communities import CommunityReporter, ExtractiveReporter
 from waypost.graph.extract import DEFAULT_SPACY_MODEL, SpacyExtractor
 from waypost.graph.graph import GraphConfig
@@ -38,6 +38,7 @@ from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.store.backend import open_backend
 from waypost.types import Document, Hit, RetrievalResult
+from waypost.validation import collection_name, id_list, name_string, one_id, positive_int, query_text, string_mapping
 
 DEFAULT_COLLECTION = "default"
 
@@ -205,7 +206,9 @@ class Engine:
         self, name: str = DEFAULT_COLLECTION, create: bool = False, language: str | None = None
     ) -> Collection:
         """``language`` (ISO 639-1, e.g. "th") sets the whole collection's language instead of detecting it
-        per document; "" goes back to detection."""
+        per document; "" goes back to detection. A name is letters, digits, ``_ . -`` and spaces (it names a
+        folder of the store)."""
+        name = collection_name(name)
         try:
             info: CollectionInfo | None = self.store.collection(name)
         except CollectionNotFoundError:
@@ -221,6 +224,7 @@ class Engine:
         return Collection(self, name, model)
 
     def drop(self, name: str) -> None:
+        name = collection_name(name)  # never a path: the index folder of this name is removed
         self.store.drop_collection(name)
         self.indexes.forget(name)
         self.trees.forget(name)
@@ -260,20 +264,30 @@ class Collection:
         )
 
     def add(self, documents: Iterable[Document], show_progress: bool = False, total: int | None = None) -> IngestReport:
-        """Insert new documents, replace changed ones, skip unchanged ones (by content hash)."""
+        """Insert new documents, replace changed ones, skip unchanged ones (by content hash).
+
+        ``documents`` is an iterable of ``Document`` (a single one or a string is refused). Lone surrogates
+        in any text become U+FFFD; a document with a field of the wrong type, or NaN or Infinity in its
+        metadata, is skipped and named in the report's ``failures`` while the rest is ingested."""
         return self._ingestor().ingest(self.name, documents, show_progress=show_progress, total=total)
 
     def add_paths(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
-        """Load every supported file under ``paths``; bad files are reported, the rest still ingested."""
+        """Load every supported file under ``paths`` (a list: one path alone is refused, as ids are); bad
+        files are reported, the rest still ingested."""
+        if isinstance(paths, (str, bytes, Path)):
+            raise InvalidInputError(f"paths must be a list of paths, not the single path {paths!r}; pass [{paths!r}]")
         report = IngestReport()
         docs = documents_from_paths(paths, report.failures)
         return self._ingestor().ingest(self.name, docs, report=report, show_progress=show_progress)
 
     def delete(self, ids: Iterable[str]) -> int:
-        return self.engine.store.delete(self.name, ids)
+        """Delete documents by id; returns how many existed. ``ids`` is a list (or other iterable) of ids:
+        a bare string is refused with ``InvalidInputError`` (use ``delete(["doc1"])``), never read as one
+        id per character."""
+        return self.engine.store.delete(self.name, id_list(ids))
 
     def get(self, doc_id: str) -> Document | None:
-        return self.engine.store.get_document(self.name, doc_id)
+        return self.engine.store.get_document(self.name, one_id(doc_id))
 
     def documents(self) -> Iterable[Document]:
         return self.engine.store.iter_documents(self.name)
@@ -336,6 +350,7 @@ class Collection:
     ) -> Answer:
         """Retrieve, then answer with citations (LLM if configured and healthy, else extractive); with
         ``passages`` the citations point at passage spans."""
+        question, strategy, k, params = check_request(question, strategy, k, params, rerank, passages)
         return self.answerer(params, passages, rerank).answer(question, strategy, k)
 
     def stream_answer(
@@ -347,6 +362,7 @@ class Collection:
         passages: PassageConfig | None = None,
         rerank: str | Reranker | None = None,
     ) -> AnswerStream:
+        question, strategy, k, params = check_request(question, strategy, k, params, rerank, passages)
         return self.answerer(params, passages, rerank).stream(question, strategy, k)
 
     def retrieve(
@@ -364,10 +380,11 @@ class Collection:
         ``passages``: assemble the hits into passages (``PassageConfig()``: grow, 1,024 tokens);
         ``rerank``: reorder the best hits first (``"default"``, a profile name, ``"cross-encoder:PATH"``,
         ``"llm"``; see ``waypost.post.rerank.factory``), or a ``Reranker`` already made."""
-        if not query.strip():
-            raise WaypostError("the query is empty")
-        if k < 1:
-            raise WaypostError(f"k must be at least 1, got {k}")
+        query, strategy, k, params = check_request(query, strategy, k, params, rerank, passages)
+        if filters is not None:
+            check_filter(filters)
+        if fusion is not None and not isinstance(fusion, FusionConfig):
+            raise InvalidInputError(f"fusion must be a FusionConfig, got {type(fusion).__name__}")
         ctx = self.context()
         fusion = fusion or self.engine.config.fusion
         reranker = self.reranker(rerank, ctx) if isinstance(rerank, str) else rerank
@@ -391,8 +408,12 @@ class Collection:
     def feedback(self, query: str, hit: Hit | str, kind: str = "used", rating: float | None = None) -> Feedback:
         """Record that a hit (or a chunk id such as ``"doc#3"``) was used, rejected, or rated (0 to 5) for
         ``query``; ``waypost rerank train --feedback`` learns from these."""
-        if not query.strip():
-            raise WaypostError("feedback needs the query the hit was returned for")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("feedback needs the query the hit was returned for")
+        if not isinstance(hit, (Hit, str)):
+            raise InvalidInputError(f"feedback is about a Hit or a chunk id such as 'doc#3', not {hit!r}")
+        if rating is not None and (isinstance(rating, bool) or not isinstance(rating, (int, float))):
+            raise InvalidInputError(f"a rating is a number from 0 to 5, got {rating!r}")
         if kind not in ("used", "rejected", "rating"):
             raise WaypostError(f"feedback kind must be used, rejected or rating, not {kind!r}")
         if kind == "rating" and (rating is None or not 0.0 <= rating <= 5.0):
@@ -417,9 +438,31 @@ class Collection:
         """The reranker ``spec`` names, bound to this collection (see ``waypost.post.rerank.factory``)."""
         from waypost.post.rerank.factory import DEFAULT_DEPTH, make_reranker
 
-        llm = self.engine.llm() if spec.partition(":")[0] == "llm" else None
+        llm = self.engine.llm() if name_string(spec, "rerank").partition(":")[0] == "llm" else None
         depth = DEFAULT_DEPTH if depth is None else depth
         return make_reranker(spec, ctx or self.context(), self.engine.path, llm, self.engine.config.prices, depth)
+
+
+def check_request(
+    query: object,
+    strategy: object,
+    k: object,
+    params: object,
+    rerank: object = None,
+    passages: object = None,
+) -> tuple[str, str, int, Mapping[str, object] | None]:
+    """The arguments every query call shares, checked: each problem is an ``InvalidInputError`` naming it."""
+    text = query_text(query)
+    name = name_string(strategy, "strategy")
+    if name != "web":
+        strategy_spec(name)  # an unknown name lists the known ones
+    count = positive_int(k, "k")
+    checked = string_mapping(params, "params")
+    if rerank is not None and not isinstance(rerank, str) and not callable(getattr(rerank, "rerank", None)):
+        raise InvalidInputError(f"rerank must be a name, a Reranker or None, got {rerank!r}")
+    if passages is not None and not isinstance(passages, PassageConfig):
+        raise InvalidInputError(f"passages must be a PassageConfig or None, got {passages!r}")
+    return text, name, count, checked
 
 
 def check_language(language: str) -> str:

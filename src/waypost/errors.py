@@ -19,3 +19,11 @@ class LoaderError(WaypostError):
 
 class CollectionNotFoundError(WaypostError):
     """The named collection does not exist in the store."""
+
+
+class InvalidInputError(WaypostError):
+    """An argument of a public call has the wrong type or an impossible value (the message names it)."""
+
+
+class InvalidDocumentError(InvalidInputError):
+    """One document cannot be stored as given; the message names its id and field. Ingest skips it, the rest goes on."""

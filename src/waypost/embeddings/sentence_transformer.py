@@ -66,6 +66,18 @@ class SentenceTransformerEmbedder:
     def dimension(self) -> int:
         return self._dim
 
+    @property
+    def max_input_tokens(self) -> int:
+        """The model's window in its own tokens, special tokens included (all-MiniLM-L6-v2: 256)."""
+        return int(self._model.max_seq_length)
+
+    def count_input_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model's tokenizer makes of each text, special tokens included, before truncation."""
+        if not texts:
+            return []
+        encoded = self._model.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)

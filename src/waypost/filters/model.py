@@ -14,6 +14,15 @@ from typing import Any
 from waypost.errors import FilterError
 from waypost.filters.dates import period
 
+# Limits on what a filter may be, so a hostile or broken one is a FilterError, never a RecursionError
+# or a parse that runs for minutes.
+MAX_FILTER_DEPTH = 32  # AND/OR levels
+MAX_FILTER_CONDITIONS = 1_000  # leaf conditions in one filter (values of an IN list count once)
+MAX_FILTER_CHARS = 100_000  # length of a filter's JSON text, or of one CLI clause
+_JSON_BRACKETS = 2 * MAX_FILTER_DEPTH + 4  # each AND/OR level is an object and a list; a condition adds a few
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)  # an unclosed string runs to the end: linear
+_BRACKET = re.compile(r"[\[\]{}]")
+
 
 class Op(StrEnum):
     EQ = "eq"
@@ -85,6 +94,27 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (str, bool, date)) or _is_number(value)
 
 
+def check_filter(flt: object) -> Filter:
+    """``flt`` if it is a filter within the depth and size limits; a ``FilterError`` naming the limit otherwise."""
+    stack: list[tuple[object, int]] = [(flt, 1)]
+    leaves = 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Condition):
+            leaves += 1
+            if leaves > MAX_FILTER_CONDITIONS:
+                raise FilterError(f"a filter may hold at most {MAX_FILTER_CONDITIONS} conditions")
+        elif isinstance(item, (And, Or)):
+            if depth > MAX_FILTER_DEPTH:
+                raise FilterError(f"a filter may nest AND/OR at most {MAX_FILTER_DEPTH} levels deep")
+            if not isinstance(item.items, tuple) or not item.items:
+                raise FilterError(f"{type(item).__name__} needs a non-empty tuple of filters, got {item.items!r}")
+            stack.extend((sub, depth + 1) for sub in item.items)
+        else:
+            raise FilterError(f"a filter is a Condition, And or Or, got {type(item).__name__}: {item!r:.80}")
+    return flt  # type: ignore[return-value]
+
+
 def conditions(flt: Filter) -> list[Condition]:
     """All leaf conditions of a filter, left to right."""
     if isinstance(flt, Condition):
@@ -98,7 +128,8 @@ def all_of(items: list[Filter]) -> Filter | None:
     return items[0] if len(items) == 1 else And(tuple(items))
 
 
-_CLAUSE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|!=|=|>|<|\bin\b)\s*(.+?)\s*$", re.IGNORECASE)
+# The value is ``.*\S`` (greedy, then the trailing spaces): a lazy ``.+?\s*$`` is quadratic on long runs of spaces.
+_CLAUSE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|!=|=|>|<|\bin\b)\s*(.*\S)\s*$", re.IGNORECASE)
 _OPS = {"=": Op.EQ, ">": Op.GT, ">=": Op.GTE, "<": Op.LT, "<=": Op.LTE, "in": Op.IN}
 
 
@@ -118,8 +149,14 @@ def _scalar(raw: str) -> Any:
 
 def parse_filter(clauses: list[str]) -> Filter | None:
     """Parse CLI clauses such as ``year>=2015`` or ``country in India,Spain``; all are ANDed."""
+    if len(clauses) > MAX_FILTER_CONDITIONS:
+        raise FilterError(f"at most {MAX_FILTER_CONDITIONS} filter clauses, got {len(clauses)}")
     parsed: list[Filter] = []
     for clause in clauses:
+        if not isinstance(clause, str):
+            raise FilterError(f"a filter clause is text such as 'year>=2015', got {clause!r}")
+        if len(clause) > MAX_FILTER_CHARS:
+            raise FilterError(f"a filter clause may be at most {MAX_FILTER_CHARS:,} characters, got {len(clause):,}")
         m = _CLAUSE.match(clause)
         if not m:
             raise FilterError(f"cannot parse filter {clause!r}; use FIELD=VALUE, FIELD>=N or 'FIELD in A,B'")
@@ -141,7 +178,14 @@ def from_obj(obj: Any) -> Filter:
 
     ``{"and": [...]}`` / ``{"or": [...]}`` combine; ``{"field": "f", "op": "gte", "value": 3}`` is a
     condition; the shorthand ``{"f": value, "g": {"gte": 3}}`` ANDs equality and operator clauses.
+    At most ``MAX_FILTER_DEPTH`` levels of and/or and ``MAX_FILTER_CONDITIONS`` conditions.
     """
+    return check_filter(_from_obj(obj, 1))
+
+
+def _from_obj(obj: Any, depth: int) -> Filter:
+    if depth > MAX_FILTER_DEPTH:
+        raise FilterError(f"a filter may nest and/or at most {MAX_FILTER_DEPTH} levels deep")
     if not isinstance(obj, dict) or not obj:
         raise FilterError(f"a filter must be a non-empty JSON object, got {obj!r}")
     if set(obj) == {"and"} or set(obj) == {"or"}:
@@ -149,7 +193,9 @@ def from_obj(obj: Any) -> Filter:
         items = obj[key]
         if not isinstance(items, list) or not items:
             raise FilterError(f"{key!r} needs a non-empty list")
-        parts = tuple(from_obj(i) for i in items)
+        if len(items) > MAX_FILTER_CONDITIONS:
+            raise FilterError(f"{key!r} holds {len(items)} filters; a filter may hold at most {MAX_FILTER_CONDITIONS}")
+        parts = tuple(_from_obj(i, depth + 1) for i in items)
         return And(parts) if key == "and" else Or(parts)
     if set(obj) == {"field", "op", "value"}:
         try:
@@ -178,6 +224,20 @@ def from_obj(obj: Any) -> Filter:
 
 
 def parse_filter_json(text: str) -> Filter:
+    """A filter from JSON text (see ``from_obj``), within ``MAX_FILTER_CHARS`` and the nesting limit."""
+    if not isinstance(text, str):
+        raise FilterError(f"filter JSON must be text, got {type(text).__name__}")
+    if len(text) > MAX_FILTER_CHARS:
+        raise FilterError(f"filter JSON may be at most {MAX_FILTER_CHARS:,} characters, got {len(text):,}")
+    depth = deepest = 0
+    for bracket in _BRACKET.finditer(_JSON_STRING.sub('""', text)):  # nesting outside string literals
+        depth += 1 if bracket.group(0) in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > _JSON_BRACKETS:
+        raise FilterError(
+            f"filter JSON nests {deepest} brackets deep; the limit is {_JSON_BRACKETS} "
+            f"(at most {MAX_FILTER_DEPTH} levels of and/or)"
+        )
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

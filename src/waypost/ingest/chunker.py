@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import regex
 
@@ -16,6 +18,10 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 # tokenize them about per character); other scripts count words and punctuation.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
+# A run of letters and digits longer than this counts one token per this many characters (an ordinary
+# word is far shorter), so a run with no space in it (a hash, a sequence, a pasted blob) has a size.
+WORD_CHARS = 20
+_LONG_RUN = re.compile(rf"[^\W{_CJK}]{{{WORD_CHARS + 1},}}", re.UNICODE)
 _GRAPHEME = regex.compile(r"\X")
 _UNIT = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")  # what a too-long sentence may be cut between
 _ABBREV = {
@@ -57,8 +63,31 @@ _BOUNDARY = re.compile(
 
 
 def count_tokens(text: str) -> int:
-    """Word and punctuation tokens: a model-free estimate close to word-piece counts for English."""
-    return len(_TOKEN.findall(text))
+    """Word and punctuation tokens: a model-free estimate close to word-piece counts for English. A run of
+    letters and digits longer than ``WORD_CHARS`` counts one token per ``WORD_CHARS`` characters."""
+    extra = sum((len(run) - 1) // WORD_CHARS for run in _LONG_RUN.findall(text))
+    return len(_TOKEN.findall(text)) + extra
+
+
+@runtime_checkable
+class TokenWindow(Protocol):
+    """How much of one input an embedding model reads: ``max_input_tokens`` of its own tokens (special
+    tokens included); the rest it truncates. An embedder that knows its tokenizer offers this."""
+
+    @property
+    def max_input_tokens(self) -> int: ...
+
+    def count_input_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def token_window(embedder: object) -> TokenWindow | None:
+    """The embedder's ``TokenWindow`` (looking through wrappers such as the embedding cache), or None."""
+    seen = 0
+    while embedder is not None and seen < 8:
+        if isinstance(embedder, TokenWindow):
+            return embedder
+        embedder, seen = getattr(embedder, "inner", None), seen + 1
+    return None
 
 
 @dataclass(frozen=True)
@@ -127,37 +156,113 @@ def split_sections(text: str) -> list[Section]:
     return sections
 
 
+Piece = tuple[tuple[str, ...], Span, int]  # section path, span, estimated tokens
+
+
+def _plain_input(title: str, section: tuple[str, ...], text: str) -> str:
+    return "\n".join([*dict.fromkeys(p for p in (title, *section) if p), text])
+
+
 class Chunker:
     """Packs whole sentences into chunks of at most ``max_tokens``, balanced within each section.
 
-    A single sentence longer than ``max_tokens`` is the only thing ever cut, at word boundaries.
+    A single sentence longer than ``max_tokens`` is the only thing ever cut, at word boundaries (a word
+    longer than the budget, between grapheme clusters). With a ``window`` (the embedder's tokenizer), a
+    chunk the model would truncate (its input, title and headings included, over the model's window) is
+    cut in two, between sentences, else words, else grapheme clusters, until every part fits; ``render``
+    builds that input from title, section path and chunk text, as the ingest pipeline embeds it.
     """
 
-    def __init__(self, max_tokens: int = 200) -> None:
-        if max_tokens < 16:
-            raise WaypostError(f"the chunk token budget must be at least 16, got {max_tokens}")
+    def __init__(
+        self,
+        max_tokens: int = 200,
+        window: TokenWindow | None = None,
+        render: Callable[[str, tuple[str, ...], str], str] = _plain_input,
+    ) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 16:
+            raise WaypostError(f"the chunk token budget must be a whole number of at least 16, got {max_tokens!r}")
         self.max_tokens = max_tokens
+        self.window = window
+        self.render = render
 
-    def chunk(self, document_id: str, text: str) -> list[Chunk]:
-        pieces: list[tuple[tuple[str, ...], Span, int]] = []
+    @property
+    def signature(self) -> str:
+        """What the chunks depend on besides the text (part of a document's stored fingerprint)."""
+        return f"chunk{self.max_tokens}" + (f"w{self.window.max_input_tokens}" if self.window is not None else "")
+
+    def chunk(self, document_id: str, text: str, title: str = "") -> list[Chunk]:
+        pieces: list[Piece] = []
         for section in split_sections(text):
             for sentence in split_sentences(text, section.start, section.end):
                 for part in self._split_long(text, sentence):
                     pieces.append((section.path, part, count_tokens(text[part.start : part.end])))
-        chunks: list[Chunk] = []
+        groups: list[list[Piece]] = []
         i = 0
         while i < len(pieces):
             path = pieces[i][0]
             j = i
             while j < len(pieces) and pieces[j][0] == path:
                 j += 1
-            for group in self._pack(pieces[i:j]):
-                start, end = group[0][1].start, group[-1][1].end
-                chunks.append(
-                    Chunk(document_id, len(chunks), text[start:end], start, end, sum(p[2] for p in group), path)
-                )
+            groups.extend(self._pack(pieces[i:j]))
             i = j
+        if self.window is not None and groups:
+            groups = self._fit_window(text, title, groups)
+        chunks: list[Chunk] = []
+        for group in groups:
+            start, end = group[0][1].start, group[-1][1].end
+            chunks.append(
+                Chunk(document_id, len(chunks), text[start:end], start, end, sum(p[2] for p in group), group[0][0])
+            )
         return chunks
+
+    def _model_tokens(self, text: str, title: str, groups: list[list[Piece]]) -> list[int]:
+        assert self.window is not None
+        inputs = [self.render(title, g[0][0], text[g[0][1].start : g[-1][1].end]) for g in groups]
+        return self.window.count_input_tokens(inputs)
+
+    def _fit_window(self, text: str, title: str, groups: list[list[Piece]]) -> list[list[Piece]]:
+        """Every group the model reads whole, halving those it would truncate (in order)."""
+        assert self.window is not None
+        limit = self.window.max_input_tokens
+        out: list[list[Piece]] = []
+        for group, n in zip(groups, self._model_tokens(text, title, groups), strict=True):
+            if n <= limit:
+                out.append(group)
+                continue
+            halves = self._halve(text, group)
+            if halves is None:  # one grapheme cluster: only a title or headings past the window get here
+                out.append(group)
+            else:
+                out.extend(self._fit_window(text, title, halves))
+        return out
+
+    @staticmethod
+    def _halve(text: str, group: list[Piece]) -> list[list[Piece]] | None:
+        """``group`` in two: between pieces (sentences), else between words, else between grapheme clusters."""
+        if len(group) > 1:
+            total, running, balance = sum(p[2] for p in group), 0, []
+            for piece in group[:-1]:
+                running += piece[2]
+                balance.append(abs(2 * running - total))
+            cut = 1 + balance.index(min(balance))  # the cut nearest half the tokens
+            return [group[:cut], group[cut:]]
+        path, span, _tokens = group[0]
+        units = list(_UNIT.finditer(text, span.start, span.end))
+        if len(units) > 1:
+            left, right = (
+                Span(span.start, units[len(units) // 2 - 1].end()),
+                Span(units[len(units) // 2].start(), span.end),
+            )
+        else:
+            bounds = [m.end() for m in _GRAPHEME.finditer(text, span.start, span.end)]
+            if len(bounds) < 2:
+                return None
+            middle = bounds[len(bounds) // 2 - 1]
+            left, right = Span(span.start, middle), Span(middle, span.end)
+        return [
+            [(path, left, count_tokens(text[left.start : left.end]))],
+            [(path, right, count_tokens(text[right.start : right.end]))],
+        ]
 
     def _split_long(self, text: str, span: Span) -> list[Span]:
         if count_tokens(text[span.start : span.end]) <= self.max_tokens:
@@ -180,10 +285,17 @@ class Chunker:
     @staticmethod
     def _pieces(word: re.Match[str], budget: int) -> list[tuple[int, int, int]]:
         """A unit as (start, end, tokens); one longer than the budget (a run of a script written without
-        spaces, such as Thai or Khmer) is cut between grapheme clusters."""
+        spaces, such as Thai or Khmer, or letters and digits with no space) is cut between grapheme clusters."""
         n = count_tokens(word.group(0))
         if n <= budget:
             return [(word.start(), word.end(), n)]
+        unit = word.group(0)
+        if unit.isascii() and unit.isalnum():  # every character its own cluster: cut in whole budgets
+            step = budget * WORD_CHARS
+            return [
+                (word.start() + a, word.start() + min(a + step, len(unit)), count_tokens(unit[a : a + step]))
+                for a in range(0, len(unit), step)
+            ]
         out: list[tuple[int, int, int]] = []
         start, tokens, cursor = word.start(), 0, word.start()
         for cluster in _GRAPHEME.finditer(word.group(0)):

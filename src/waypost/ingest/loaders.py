@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from waypost.errors import LoaderError
+from waypost.errors import InvalidDocumentError, LoaderError
 from waypost.types import Document
+from waypost.validation import check_document
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 TEXT_FIELDS = ("text", "content", "body", "abstract")
@@ -52,7 +53,10 @@ def _doc(doc_id: str, text: str, title: str, source: str, metadata: dict[str, An
     text = text.replace("\r\n", "\n")
     if not text.strip() and not title.strip():
         raise LoaderError(f"document {doc_id!r} has neither text nor title")
-    return Document(id=doc_id, text=text, title=title, metadata=metadata or {}, source=source)
+    try:  # lone surrogates become U+FFFD; NaN, Infinity and unstorable metadata refuse this document only
+        return check_document(Document(id=doc_id, text=text, title=title, metadata=metadata or {}, source=source))
+    except InvalidDocumentError as exc:
+        raise LoaderError(str(exc)) from exc
 
 
 def load_txt(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from waypost.base import DocumentStore, Embedder, IngestItem
-from waypost.errors import LoaderError
-from waypost.ingest.chunker import Chunker
+from waypost.errors import InvalidDocumentError, LoaderError
+from waypost.ingest.chunker import Chunker, token_window
 from waypost.ingest.loaders import LoadFailure, discover, load_path
 from waypost.progress import progress
 from waypost.store.sqlite import index_text
 from waypost.text.language import UNDETERMINED, canonical_language, detector
 from waypost.types import Chunk, Document
+from waypost.validation import check_document, clean_text, document_stream
 
 
 @dataclass
@@ -58,6 +59,11 @@ def title_chunk(doc: Document) -> list[Chunk]:
     return [Chunk(doc.id, 0, "", 0, 0, 0)] if doc.title.strip() else []
 
 
+def _source_of(doc: Document) -> str:
+    source, doc_id = getattr(doc, "source", ""), getattr(doc, "id", "")
+    return clean_text(source if isinstance(source, str) and source else str(doc_id))
+
+
 class Ingestor:
     def __init__(
         self,
@@ -70,6 +76,10 @@ class Ingestor:
         self.store = store
         self.embedder = embedder
         self.chunker = chunker
+        if chunker.window is None:  # chunks the model would truncate are cut further (see Chunker)
+            window = token_window(embedder)
+            if window is not None:
+                self.chunker = Chunker(chunker.max_tokens, window, index_text)
         self.batch_docs = batch_docs
         self.language = language  # the collection's language; "" detects each document's
 
@@ -86,7 +96,12 @@ class Ingestor:
         with progress(show_progress) as bar:
             task = bar.add_task("ingesting", total=total) if bar is not None else None
             batch: list[Document] = []
-            for doc in documents:
+            for given in document_stream(documents):
+                try:
+                    doc = check_document(given)
+                except InvalidDocumentError as exc:  # refused alone; the rest of the batch goes on
+                    report.failures.append(LoadFailure(_source_of(given), str(exc)))
+                    continue
                 batch.append(doc)
                 if len(batch) >= self.batch_docs:
                     self._flush(collection, batch, report)
@@ -103,7 +118,7 @@ class Ingestor:
     def fingerprint(self, doc: Document) -> str:
         """Content hash plus chunking settings (and a language set by hand): changing either re-indexes."""
         declared = canonical_language(doc.language or self.language)
-        return f"{doc.hash}:chunk{self.chunker.max_tokens}" + (f":lang={declared}" if declared else "")
+        return f"{doc.hash}:{self.chunker.signature}" + (f":lang={declared}" if declared else "")
 
     def with_languages(
         self, collection: str, docs: list[Document], per_doc: list[list[Chunk]]
@@ -151,7 +166,7 @@ class Ingestor:
         report.unchanged += len(unique) - len(changed)
         if not changed:
             return
-        per_doc = [self.chunker.chunk(d.id, d.text) or title_chunk(d) for d in changed]
+        per_doc = [self.chunker.chunk(d.id, d.text, d.title) or title_chunk(d) for d in changed]
         empty = {d.id for d, cs in zip(changed, per_doc, strict=True) if not cs}
         if empty:
             report.failures.extend(

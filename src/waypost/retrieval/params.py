@@ -8,7 +8,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from waypost.errors import WaypostError
+from waypost.errors import InvalidInputError
 
 P = TypeVar("P")
 
@@ -40,7 +40,7 @@ def _convert(strategy: str, name: str, kind: Any, value: object) -> object:
             return float(value)  # type: ignore[arg-type]
         return str(value)
     except (TypeError, ValueError):
-        raise WaypostError(
+        raise InvalidInputError(
             f"strategy {strategy!r}: parameter {name!r} takes {getattr(base, '__name__', base)}, not {value!r}"
         ) from None
 
@@ -64,7 +64,7 @@ def parse_params(strategy: str, params_type: type[P], raw: Mapping[str, object] 
     unknown = sorted(set(raw) - set(fields))
     if unknown:
         known = ", ".join(fields) or "none"
-        raise WaypostError(
+        raise InvalidInputError(
             f"strategy {strategy!r} has no parameter {', '.join(map(repr, unknown))} (it takes: {known})"
         )
     values = {name: _convert(strategy, name, hints[name], value) for name, value in raw.items()}
@@ -73,7 +73,7 @@ def parse_params(strategy: str, params_type: type[P], raw: Mapping[str, object] 
     if callable(check):
         problem = check()
         if problem:
-            raise WaypostError(f"strategy {strategy!r}: {problem}")
+            raise InvalidInputError(f"strategy {strategy!r}: {problem}")
     return instance
 
 
@@ -83,7 +83,7 @@ def split_assignments(items: list[str]) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise WaypostError(f"--param takes name=value, not {item!r}")
+            raise InvalidInputError(f"--param takes name=value, not {item!r}")
         out[name.strip()] = value.strip()
     return out
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from waypost.base import Retriever
-from waypost.errors import WaypostError
+from waypost.errors import InvalidInputError
 from waypost.retrieval.bm25 import BM25Retriever
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.dense import DenseRetriever
@@ -99,7 +99,7 @@ def strategy(name: str) -> Strategy:
     try:
         return STRATEGIES[name]
     except KeyError:
-        raise WaypostError(f"unknown strategy {name!r}; choose one of {', '.join([*STRATEGIES, 'web'])}") from None
+        raise InvalidInputError(f"unknown strategy {name!r}; choose one of {', '.join([*STRATEGIES, 'web'])}") from None
 
 
 def make_retriever(

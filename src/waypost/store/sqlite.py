@@ -36,6 +36,7 @@ from waypost.base import (
 )
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.types import Chunk, Document
+from waypost.validation import id_list
 
 logger = logging.getLogger("waypost.store")
 
@@ -320,7 +321,7 @@ class SQLiteStore:
 
     # -- writes ------------------------------------------------------------------------------
     def document_hashes(self, collection: str, ids: Iterable[str]) -> dict[str, str]:
-        wanted = list(ids)
+        wanted = id_list(ids)
         found: dict[str, str] = {}
         conn = self._conn
         for start in range(0, len(wanted), ID_BATCH):
@@ -400,6 +401,7 @@ class SQLiteStore:
         return len(items)
 
     def delete(self, collection: str, ids: Iterable[str]) -> int:
+        ids = id_list(ids)  # a bare string is refused, not deleted character by character
         self._dimension(collection)
         removed = 0
         conn = self._writer

@@ -1,0 +1,123 @@
+"""No chunk exceeds its token budget however the text is shaped, and none is longer than the embedder reads."""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+from pathlib import Path
+
+from waypost.base import Embedder
+from waypost.engine import Engine, EngineConfig
+from waypost.ingest.chunker import WORD_CHARS, Chunker, TokenWindow, count_tokens, token_window
+from waypost.store.sqlite import index_text
+from waypost.types import Document
+
+
+def _check_spans(text: str, chunks: list) -> None:  # type: ignore[type-arg]
+    for c in chunks:
+        assert text[c.start : c.end] == c.text
+
+
+def _window(minilm: Embedder) -> TokenWindow:
+    window = token_window(minilm)
+    assert window is not None
+    return window
+
+
+def test_a_run_with_no_space_is_cut_to_the_budget() -> None:
+    run = ("a1b2c3d4e5" * 500_000)[:5_000_000]  # 5 MB of letters and digits, no space
+    started = time.perf_counter()
+    chunks = Chunker(200).chunk("blob", f"Intro sentence. {run} Outro sentence.")
+    assert time.perf_counter() - started < 20
+    assert len(chunks) > 1000  # before: one 5,000,000-character chunk counted as one token
+    assert max(c.token_count for c in chunks) <= 200
+    assert max(len(c.text) for c in chunks) <= 200 * WORD_CHARS
+    assert all(count_tokens(c.text) <= 200 for c in chunks)
+    assert "".join(c.text for c in chunks if c.text not in ("Intro sentence.", "Outro sentence.")) == run
+
+
+def test_a_run_of_non_latin_letters_is_cut_too() -> None:
+    run = "жзийклмн" * 5_000  # 40,000 Cyrillic letters, no space
+    text = f"Начало. {run}"
+    chunks = Chunker(64).chunk("cyr", text)
+    _check_spans(text, chunks)
+    assert len(chunks) > 10 and all(count_tokens(c.text) <= 64 for c in chunks)
+
+
+def test_count_tokens_is_unchanged_for_ordinary_words() -> None:
+    assert count_tokens("The immunohistochemistry study, e.g. in 2020, found 12.5% more.") == 18  # as before
+    assert count_tokens("electroencephalography") == 2  # 22 characters: over WORD_CHARS
+    assert count_tokens("x" * WORD_CHARS) == 1
+    assert count_tokens("x" * (WORD_CHARS + 1)) == 2
+    assert count_tokens("x" * (10 * WORD_CHARS)) == 10
+
+
+def _pseudo_words(n: int, seed: int = 7) -> str:
+    """Sentences of rare, made-up words: one estimated token each, several word pieces each to the model."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(9, 14))) for _ in range(n)]
+    return " ".join(" ".join(words[i : i + 12]) + "." for i in range(0, n, 12))
+
+
+def test_chunks_fit_the_model_window(minilm: Embedder) -> None:
+    window = _window(minilm)
+    text = _pseudo_words(2000)
+    title = "A title of some length for every chunk"
+    plain = Chunker(200).chunk("doc", text)
+    plain_counts = window.count_input_tokens([index_text(title, c.section, c.text) for c in plain])
+    assert max(plain_counts) > window.max_input_tokens  # the estimate alone: the model would truncate these
+    fitted = Chunker(200, window, index_text).chunk("doc", text, title)
+    _check_spans(text, fitted)
+    counts = window.count_input_tokens([index_text(title, c.section, c.text) for c in fitted])
+    assert max(counts) <= window.max_input_tokens
+    assert [c.index for c in fitted] == list(range(len(fitted)))
+    assert all(c.token_count <= 200 for c in fitted)
+    assert fitted[0].start == 0 and fitted[-1].end == len(text)
+
+
+def test_one_huge_word_is_cut_between_graphemes_to_fit(minilm: Embedder) -> None:
+    window = _window(minilm)
+    word = "".join(random.Random(3).choice("bcdfghjklmnpqrstvwxz") for _ in range(99))  # ~99 word pieces
+    text = " ".join([word] * 3)  # one "sentence" of three words, each near its own window
+    fitted = Chunker(16, window, index_text).chunk("doc", text)
+    _check_spans(text, fitted)
+    counts = window.count_input_tokens([index_text("", c.section, c.text) for c in fitted])
+    assert max(counts) <= window.max_input_tokens
+
+
+def test_ordinary_english_is_chunked_as_before(minilm: Embedder) -> None:
+    text = " ".join(f"Sentence number {i} says something useful about topic {i}." for i in range(300))
+    assert [(c.start, c.end) for c in Chunker(200, _window(minilm), index_text).chunk("d", text)] == [
+        (c.start, c.end) for c in Chunker(200).chunk("d", text)
+    ]
+
+
+def test_ingest_honours_the_window_and_keeps_spans(engine: Engine, minilm: Embedder) -> None:
+    coll = engine.collection("window", create=True)
+    text = _pseudo_words(600, seed=11)
+    report = coll.add([Document("rare", text, title="Rare words")])
+    assert report.added == 1 and not report.failures
+    window = _window(minilm)
+    rows = engine.store.snapshot(coll.name)
+    assert len(rows.chunk_texts) > 1
+    counts = window.count_input_tokens(rows.index_texts)
+    assert max(counts) <= window.max_input_tokens
+    stored = coll.get("rare")
+    assert stored is not None
+    hits = coll.retrieve(rows.chunk_texts[0][:60], strategy="bm25", k=50).hits
+    assert all(stored.text[h.chunk.start : h.chunk.end] == h.chunk.text for h in hits)
+    assert coll.add([Document("rare", text, title="Rare words")]).unchanged == 1  # re-adding is still a no-op
+
+
+def test_a_graph_builds_over_a_megabyte_run(tmp_path: Path, minilm: Embedder) -> None:
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=1000))  # 60 chunks: one spaCy process
+    engine.register_embedder(minilm)
+    coll = engine.collection("blob-graph", create=True)
+    run = ("q7w8e9r0t1" * 120_000)[:1_200_000]  # past spaCy's 1,000,000-character limit for one text
+    report = coll.add([Document("blob", f"Marie Curie worked in Paris. {run}"), Document("p", "Paris is in France.")])
+    assert report.added == 2 and not report.failures
+    graph = coll.graph().get()  # before: one 1.2 MB chunk, and spaCy refused it, aborting the build
+    assert graph is not None
+    assert max(len(t) for t in engine.store.snapshot(coll.name).chunk_texts) == 1000 * WORD_CHARS
+    engine.close()
