@@ -94,16 +94,16 @@ class Source:
     origin: str
 
 
-def load_pool(data: Path, per_set: int = 30) -> list[Source]:
-    """The first ``per_set`` documents of a sensible size from scifact and hotpotqa-100, read in place."""
+def load_pool(data: Path, sets: list[str], per_set: int = 30) -> list[Source]:
+    """The first ``per_set`` documents of 250 to 1,600 characters of each BEIR set, read in place."""
     pool: list[Source] = []
-    for name, prefix, low, high in (("scifact", "s", 500, 1600), ("hotpotqa-100", "h", 250, 900)):
+    for name in sets:
         taken = 0
         with (data / name / "corpus.jsonl").open(encoding="utf-8") as fh:
             for line in fh:
                 row = json.loads(line)
-                if low <= len(row["text"]) <= high:
-                    pool.append(Source(f"{prefix}{row['_id']}", row.get("title") or "", row["text"], name))
+                if 250 <= len(row["text"]) <= 1600:
+                    pool.append(Source(f"{name}:{row['_id']}", row.get("title") or "", row["text"], name))
                     taken += 1
                     if taken == per_set:
                         break
@@ -162,8 +162,9 @@ def run_worker(request: dict[str, Any], embedder: Embedder, pool: dict[str, Sour
     engine = open_engine(store, embedder, background=bool(request["background"]))
     coll = engine.collection(COLLECTION, create=True)
     for i, op in enumerate(plan):
-        journal_line(fd, {"begin": i, "kind": op["kind"], "t": time.time()})
+        began = time.time()
         os.write(1, (json.dumps({"begin": i, "pid": os.getpid()}) + "\n").encode())  # the parent times its kill
+        journal_line(fd, {"begin": i, "kind": op["kind"], "t": began})
         run_op(engine, coll, op, pool)
         journal_line(fd, {"done": i, "kind": op["kind"], "t": time.time()})
     engine.close()
@@ -184,13 +185,21 @@ def load_models() -> Embedder:
     embedder.embed_documents(["warm up"])
     embedder.embed_query("warm up")
     load_spacy()("Warm up in Paris.")
+    # UMAP's numba code compiles on first use (a minute or more on a busy machine): compile it here, once, for
+    # every forked worker, rather than inside each worker's first tree build
+    from waypost.hierarchy.cluster import ClusterConfig, soft_clusters
+
+    rng = np.random.default_rng(0)
+    for n in (30, 60):  # random and spectral initialisation
+        vectors = rng.normal(size=(n, embedder.dimension)).astype(np.float32)
+        soft_clusters(vectors / np.linalg.norm(vectors, axis=1, keepdims=True), [10] * n, 10_000, ClusterConfig())
     return embedder
 
 
-def serve_forks(data: Path) -> None:
+def serve_forks(data: Path, sets: list[str]) -> None:
     """The fork server: load the models once, then fork one worker per request line on stdin."""
     embedder = load_models()
-    pool = {s.id: s for s in load_pool(data)}
+    pool = {s.id: s for s in load_pool(data, sets)}
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
@@ -212,9 +221,9 @@ def serve_forks(data: Path) -> None:
         print(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}), flush=True)
 
 
-def spawn_worker(data: Path, request_file: Path) -> None:
+def spawn_worker(data: Path, sets: list[str], request_file: Path) -> None:
     embedder = load_models()
-    pool = {s.id: s for s in load_pool(data)}
+    pool = {s.id: s for s in load_pool(data, sets)}
     run_worker(json.loads(request_file.read_text()), embedder, pool)
 
 
@@ -266,18 +275,18 @@ def _message(line: str) -> dict[str, Any]:
 class ForkServer:
     """One interpreter that loaded the models; each worker is a fork of it."""
 
-    def __init__(self, data: Path, log: Path) -> None:
+    def __init__(self, data: Path, sets: list[str], log: Path) -> None:
         self._log = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--serve-forks", "--data", str(data)],
+            [sys.executable, str(Path(__file__).resolve()), "--serve-forks", "--data", str(data),
+             "--sets", ",".join(sets)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=_env(), text=True,
         )  # fmt: skip
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self._workers: dict[int, Worker] = {}
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
-        first = self._lines.get(timeout=600)
-        assert first.get("ready"), first
+        self._ready = False  # the server loads its models while this process loads its own
 
     def _worker(self, pid: int) -> Worker:
         with self._lock:
@@ -297,6 +306,11 @@ class ForkServer:
 
     def start(self, request: dict[str, Any], _request_file: Path) -> Worker:
         assert self.proc.stdin is not None
+        if not self._ready:
+            first = self._lines.get(timeout=900)
+            if not first.get("ready"):
+                raise RuntimeError(f"the fork server did not start: {first}")
+            self._ready = True
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         message = self._lines.get(timeout=60)
@@ -314,14 +328,16 @@ class ForkServer:
 class Spawner:
     """A fresh interpreter per worker (each loads the models itself: slower)."""
 
-    def __init__(self, data: Path, log: Path) -> None:
+    def __init__(self, data: Path, sets: list[str], log: Path) -> None:
         self.data = data
+        self.sets = sets
         self._log = log.open("ab")
 
     def start(self, request: dict[str, Any], request_file: Path) -> Worker:
         request_file.write_text(json.dumps(request))
         proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", str(request_file), "--data", str(self.data)],
+            [sys.executable, str(Path(__file__).resolve()), "--worker", str(request_file), "--data", str(self.data),
+             "--sets", ",".join(self.sets)],
             stdout=subprocess.PIPE, stderr=self._log, env=_env(), text=True,
         )  # fmt: skip
         worker = Worker(proc.pid)
@@ -400,7 +416,7 @@ def plan_op(kind: str, model: Model, pool: list[Source], rng: random.Random) -> 
             docs[doc_id] = model.last_version.get(doc_id, -1) + 1
         return {"kind": "ingest", "docs": sorted(docs.items()), "timing": "ingest" if model.versions else "fill"}
     if kind == "delete":
-        n = min(rng.randint(1, 3), len(model.versions) - MIN_LIVE)
+        n = min(rng.randint(1, 5), len(model.versions) - MIN_LIVE)
         return {"kind": "delete", "ids": rng.sample(sorted(model.versions), n), "timing": "delete"}
     return {"kind": kind, "timing": kind if kind in model.built or kind == "merge" else f"{kind}-build"}
 
@@ -664,7 +680,7 @@ class TrialResult:
 
 
 class Trials:
-    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+    def __init__(self, args: argparse.Namespace, work: Path, embedder: Embedder | None = None) -> None:
         self.args = args
         self.work = work
         self.kinds = [k for k in args.ops.split(",") if k]
@@ -672,12 +688,13 @@ class Trials:
         if bad:
             raise SystemExit(f"unknown --ops {bad}: choose from {','.join(KINDS)}")
         self.rng = random.Random(args.seed)
-        self.pool_list = load_pool(args.data)
+        self.pool_list = load_pool(args.data, args.sets)
         self.pool = {s.id: s for s in self.pool_list}
         self.durations: dict[str, list[float]] = {k: [] for k in DEFAULT_SECONDS}
-        self.embedder = load_models()
         log = work / "workers.log"
-        self.launcher: ForkServer | Spawner = Spawner(args.data, log) if args.spawn else ForkServer(args.data, log)
+        launcher = Spawner if args.spawn else ForkServer
+        self.launcher: ForkServer | Spawner = launcher(args.data, args.sets, log)
+        self.embedder = embedder or load_models()
         self.store = work / "store-0"
         self.model = Model()
         self.stores = 0
@@ -839,11 +856,11 @@ def summary(results: list[TrialResult], kinds: list[str], seconds: float, args: 
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, embedder: Embedder | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     args.keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="waypost-crash-") as tmp:
-        trials = Trials(args, Path(tmp))
+        trials = Trials(args, Path(tmp), embedder)
         results: list[TrialResult] = []
         kills = 0
         try:
@@ -872,13 +889,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summary(results, trials.kinds, time.perf_counter() - started, args)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any] | None:
+def main(argv: list[str] | None = None, embedder: Embedder | None = None) -> dict[str, Any] | None:
+    """Run the trials (``embedder``: an already-loaded all-MiniLM-L6-v2 for the checks, as tests have one)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ops", default=",".join(KINDS), help="target operations, comma-separated")
     parser.add_argument("--json", action="store_true", help="print the counts as JSON only")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--sets", type=lambda v: v.split(","), default=["scifact", "hotpotqa-100"],
+                        help="BEIR sets under --data whose first documents make the corpus")  # fmt: skip
     parser.add_argument("--spawn", action="store_true", help="a fresh interpreter per worker instead of a fork")
     parser.add_argument("--trials-per-store", type=int, default=25, help="then start again from an empty store")
     parser.add_argument("--worker-timeout", type=float, default=300.0)
@@ -889,12 +909,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_forks:
-        serve_forks(args.data)
+        serve_forks(args.data, args.sets)
         return None
     if args.worker is not None:
-        spawn_worker(args.data, args.worker)
+        spawn_worker(args.data, args.sets, args.worker)
         return None
-    results = run(args)
+    results = run(args, embedder)
     if args.json:
         print(json.dumps(results, indent=1))
     else:
