@@ -34,6 +34,10 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# numba's OpenMP layer shares torch's libgomp: once UMAP ran, a forked worker's torch deadlocks in a stale
+# OpenMP team; the workqueue layer leaves libgomp alone and restarts its threads after a fork
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse
 import hashlib
@@ -172,7 +176,7 @@ def run_worker(request: dict[str, Any], embedder: Embedder, pool: dict[str, Sour
     os.close(fd)
 
 
-def load_models() -> Embedder:
+def load_models(tree: bool = True) -> Embedder:
     """MiniLM and the spaCy pipeline, warmed up on one thread (a forked child then needs no thread pool)."""
     import torch
 
@@ -185,6 +189,8 @@ def load_models() -> Embedder:
     embedder.embed_documents(["warm up"])
     embedder.embed_query("warm up")
     load_spacy()("Warm up in Paris.")
+    if not tree:
+        return embedder
     # UMAP's numba code compiles on first use (a minute or more on a busy machine): compile it here, once, for
     # every forked worker, rather than inside each worker's first tree build
     from waypost.hierarchy.cluster import ClusterConfig, soft_clusters
@@ -196,9 +202,9 @@ def load_models() -> Embedder:
     return embedder
 
 
-def serve_forks(data: Path, sets: list[str]) -> None:
+def serve_forks(data: Path, sets: list[str], tree: bool) -> None:
     """The fork server: load the models once, then fork one worker per request line on stdin."""
-    embedder = load_models()
+    embedder = load_models(tree)
     pool = {s.id: s for s in load_pool(data, sets)}
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
@@ -222,7 +228,7 @@ def serve_forks(data: Path, sets: list[str]) -> None:
 
 
 def spawn_worker(data: Path, sets: list[str], request_file: Path) -> None:
-    embedder = load_models()
+    embedder = load_models(tree=False)  # a fresh process compiles UMAP when it first builds a tree
     pool = {s.id: s for s in load_pool(data, sets)}
     run_worker(json.loads(request_file.read_text()), embedder, pool)
 
@@ -275,11 +281,11 @@ def _message(line: str) -> dict[str, Any]:
 class ForkServer:
     """One interpreter that loaded the models; each worker is a fork of it."""
 
-    def __init__(self, data: Path, sets: list[str], log: Path) -> None:
+    def __init__(self, data: Path, sets: list[str], log: Path, ops: str) -> None:
         self._log = log.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--serve-forks", "--data", str(data),
-             "--sets", ",".join(sets)],
+             "--sets", ",".join(sets), "--ops", ops],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=_env(), text=True,
         )  # fmt: skip
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
@@ -328,7 +334,7 @@ class ForkServer:
 class Spawner:
     """A fresh interpreter per worker (each loads the models itself: slower)."""
 
-    def __init__(self, data: Path, sets: list[str], log: Path) -> None:
+    def __init__(self, data: Path, sets: list[str], log: Path, _ops: str) -> None:
         self.data = data
         self.sets = sets
         self._log = log.open("ab")
@@ -693,8 +699,8 @@ class Trials:
         self.durations: dict[str, list[float]] = {k: [] for k in DEFAULT_SECONDS}
         log = work / "workers.log"
         launcher = Spawner if args.spawn else ForkServer
-        self.launcher: ForkServer | Spawner = launcher(args.data, args.sets, log)
-        self.embedder = embedder or load_models()
+        self.launcher: ForkServer | Spawner = launcher(args.data, args.sets, log, args.ops)
+        self.embedder = embedder or load_models("tree" in self.kinds)
         self.store = work / "store-0"
         self.model = Model()
         self.stores = 0
@@ -909,7 +915,7 @@ def main(argv: list[str] | None = None, embedder: Embedder | None = None) -> dic
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_forks:
-        serve_forks(args.data, args.sets)
+        serve_forks(args.data, args.sets, "tree" in args.ops.split(","))
         return None
     if args.worker is not None:
         spawn_worker(args.data, args.sets, args.worker)
