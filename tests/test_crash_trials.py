@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from waypost.base import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +60,7 @@ def sample_corpus(folder: Path, documents: int = 30) -> Path:
     return folder
 
 
+@pytest.mark.slow  # real worker processes, killed -9 (the marker is registered on the fasttests branch)
 def test_kill_9_trials_leave_whole_consistent_stores(tmp_path: Path, minilm: Embedder) -> None:
     data = sample_corpus(tmp_path / "data")
     # no tree: its first build compiles UMAP for a minute (bench_crash.py covers tree updates)
