@@ -30,6 +30,7 @@ from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
 from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
 from waypost.post.passages import PassageAssembler, PassageConfig
+from waypost.purge import PurgeReport
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
@@ -207,6 +208,12 @@ class Engine:
             self.store.set_collection_language(name, check_language(language))
         return Collection(self, name, model)
 
+    def purge(self, vacuum: bool = True) -> PurgeReport:
+        """``Collection.purge`` for every collection (see ``waypost.purge``)."""
+        from waypost.purge import purge
+
+        return purge(self, vacuum=vacuum)
+
     def drop(self, name: str) -> None:
         self.store.drop_collection(name)
         self.indexes.forget(name)
@@ -257,7 +264,21 @@ class Collection:
         return self._ingestor().ingest(self.name, docs, report=report, show_progress=show_progress)
 
     def delete(self, ids: Iterable[str]) -> int:
-        return self.engine.store.delete(self.name, ids)
+        """Delete documents, their feedback, and the cache entries derived from their text (see ``waypost.purge``)."""
+        from waypost.purge import DeletedChunks
+
+        ids = list(ids)
+        deleted = DeletedChunks(self.engine, self.name, ids)  # read before the rows go
+        removed = self.engine.store.delete(self.name, ids)
+        deleted.forget()
+        return removed
+
+    def purge(self, vacuum: bool = True) -> PurgeReport:
+        """Force off the disk now what deletes left: tombstoned index rows, unused terms, old index states,
+        cache entries of text no chunk holds; then vacuum the store and truncate its WAL."""
+        from waypost.purge import purge
+
+        return purge(self.engine, [self.name], vacuum=vacuum)
 
     def get(self, doc_id: str) -> Document | None:
         return self.engine.store.get_document(self.name, doc_id)
