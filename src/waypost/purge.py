@@ -100,7 +100,8 @@ def purge(engine: Engine, collections: Iterable[str] | None = None, vacuum: bool
         report.vocabulary_terms += counts["vocabulary_terms"]
         report.index_files += counts["index_files"]
     _sweep_caches(engine, report)
-    engine.store.compact(vacuum=vacuum)
+    if not engine.store.compact(vacuum=vacuum):
+        report.skipped.append("a reader kept the store's WAL file from being truncated: purge again when idle")
     report.vacuumed = vacuum
     logger.info("purged %s", report.to_dict())
     return report

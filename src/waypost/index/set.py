@@ -574,8 +574,9 @@ class LiveIndex:
     def purge(self) -> dict[str, int]:
         """Merge every segment into one, dropping tombstoned rows and unused terms; save it, and delete
         every older saved state (and other incarnations' directories) from disk. Counts of what went."""
-        self.wait()
-        state = self.get()
+        self.get()
+        self.wait()  # a merge the catch-up started finishes first
+        state = self._current or self.get()
         tombstones, terms = len(state.tombstones()), len(state.vocab)
         if len(state.segments) > 1 or tombstones:
             self._merge_task(list(state.segments))()

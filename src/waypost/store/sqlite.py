@@ -648,13 +648,14 @@ class SQLiteStore:
             found.update(int(r[0]) for r in rows)
         return found
 
-    def compact(self, vacuum: bool = False) -> None:
+    def compact(self, vacuum: bool = False) -> bool:
         """Leave no deleted content on disk: ``vacuum`` rewrites the file (pages freed before secure_delete
-        was on), then the WAL is checkpointed and truncated."""
+        was on), then the WAL is checkpointed and truncated; False when a reader kept it from truncating."""
         with self._write_lock:
             if vacuum:
                 self._writer.execute("VACUUM")
-            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not (busy and int(busy[0]))
 
     def close(self) -> None:
         with self._write_lock, self._connections_lock:
