@@ -252,3 +252,31 @@ def test_cli_purge_sweeps_what_a_bare_store_delete_left(tmp_path: Path, minilm: 
     assert traces(tmp_path / "store") == []
     again = CliRunner().invoke(app, ["purge", "--store", str(tmp_path / "store"), "-c", "c", "--no-vacuum"])
     assert again.exit_code == 0 and "purged c: 0 tombstoned rows" in again.output, again.output
+
+
+def test_the_next_merge_drops_terms_no_live_row_uses(tmp_path: Path, minilm: Embedder) -> None:
+    """Without ``purge``: once tombstones pass the policy's share, the merge into main leaves the deleted
+    document's terms out of the vocabulary, in memory and in the saved state."""
+    from waypost.index.set import MergePolicy
+
+    engine = Engine(
+        tmp_path / "store",
+        EngineConfig(chunk_tokens=64, background_index_work=False, merge_policy=MergePolicy(dead_ratio=0.05)),
+    )
+    engine.register_embedder(minilm)
+    try:
+        coll = engine.collection("c", create=True)
+        coll.add(corpus())
+        assert any(TOKEN in t for t in engine.indexes.get("c").vocab.terms)
+        coll.delete([SECRET])
+        engine.indexes.get("c")  # the catch-up tombstones the rows; the merge it starts installs the next view
+        state = engine.indexes.get("c")
+        assert len(state.segments) == 1 and state.live is None
+        assert not [t for t in state.vocab.terms if TOKEN in t]
+        assert coll.retrieve("orchard apple harvest", "bm25", k=1).hits[0].document_id == "orchard"
+    finally:
+        engine.close()
+    # the newest saved state names a vocabulary without it (the state before stays until the next save or purge)
+    newest = max((tmp_path / "store" / "indexes" / "c").rglob("state-*.json"), key=lambda p: p.name)
+    vocab = json.loads((newest.parent / json.loads(newest.read_text())["vocab"]).read_text())
+    assert not [t for t in vocab if TOKEN in t] and len(vocab) == len(state.vocab)

@@ -574,11 +574,11 @@ class LiveIndex:
     def purge(self) -> dict[str, int]:
         """Merge every segment into one, dropping tombstoned rows and unused terms; save it, and delete
         every older saved state (and other incarnations' directories) from disk. Counts of what went."""
-        self.get()
+        caught_up = self.get()
+        tombstones, terms = len(caught_up.tombstones()), len(caught_up.vocab)
         self.wait()  # a merge the catch-up started finishes first
-        state = self._current or self.get()
-        tombstones, terms = len(state.tombstones()), len(state.vocab)
-        if len(state.segments) > 1 or tombstones:
+        state = self._current or caught_up
+        if len(state.segments) > 1 or state.live is not None:
             self._merge_task(list(state.segments))()
         state = self._drop_unused_terms(self._current or state)
         removed_files = 0
