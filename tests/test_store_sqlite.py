@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.graph_suite import GraphRepositoryConformance
+from tests.conformance.purge_suite import PurgeConformance
 from tests.conformance.store_suite import Reopen, StoreConformance
 from tests.conformance.tree_suite import TreeRepositoryConformance
 from waypost.base import DocumentStore
@@ -11,7 +12,7 @@ from waypost.store.backend import Backend, open_backend
 from waypost.store.sqlite import SQLiteStore
 
 
-class TestSQLiteStore(StoreConformance):
+class TestSQLiteStore(StoreConformance, PurgeConformance):
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[SQLiteStore]:
         s = SQLiteStore(tmp_path / "store.sqlite")

@@ -219,7 +219,29 @@ class DocumentStore(Protocol):
     def record_feedback(self, collection: str, entries: Sequence[Feedback]) -> int: ...
 
     def feedback(self, collection: str) -> list[Feedback]:
-        """Every recorded judgement of the collection, oldest first."""
+        """Every recorded judgement of the collection, oldest first. Deleting a document deletes the
+        feedback about it; replacing it keeps that feedback (it names spans of the same document id)."""
+        ...
+
+    # -- purging: what caches derived from deleted text are checked against (see waypost.purge) ---------
+    def chunk_texts(
+        self, collection: str | None = None, documents: Iterable[str] | None = None
+    ) -> Iterator[tuple[int, str, str]]:
+        """(row id, chunk text, index text) of every chunk of the store, of one collection, or of some of its
+        documents; read in batches, never the whole store at once."""
+        ...
+
+    def live_texts(self, texts: Iterable[str]) -> set[str]:
+        """Those of ``texts`` that some chunk of any collection still holds."""
+        ...
+
+    def live_rows(self, row_ids: Iterable[int]) -> set[int]:
+        """Those of ``row_ids`` that are chunks of any collection (row ids are never reused)."""
+        ...
+
+    def compact(self, vacuum: bool = False) -> bool:
+        """Leave no deleted content in the backend's files: freed space is zeroed or rewritten (``vacuum``),
+        journals truncated. False when a concurrent reader kept part of that from happening now."""
         ...
 
     def close(self) -> None: ...

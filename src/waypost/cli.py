@@ -364,6 +364,35 @@ def rm(
         err.print("[yellow]some ids were not found[/]")
 
 
+@app.command()
+def purge(
+    store: StoreOpt = DEFAULT_STORE,
+    collection: Annotated[str | None, typer.Option("--collection", "-c", help="One collection (default: all).")] = None,
+    llm: LlmOpt = "none",
+    vacuum: Annotated[bool, typer.Option(help="Rewrite the store file (VACUUM) so no freed page survives.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove now what deletes left on disk: tombstoned index rows and unused terms, old index states, cache
+    entries of deleted text; catch up trees and graphs; zero freed pages, vacuum, truncate the WAL files."""
+    engine, _ = _graph_engine(_existing(store), collection or DEFAULT_COLLECTION, None, llm, None, lenient=True)
+    with engine:
+        if collection is not None:
+            report = engine.collection(collection).purge(vacuum=vacuum)
+        else:
+            report = engine.purge(vacuum=vacuum)
+    if as_json:
+        print(json.dumps(report.to_dict()))
+        return
+    console.print(
+        f"purged {', '.join(report.collections) or 'no collections'}: {report.tombstoned_rows} tombstoned rows, "
+        f"{report.vocabulary_terms} unused terms, {report.index_files} old index files, "
+        f"{report.llm_cache_entries} LLM cache entries, {report.embedding_cache_entries} embedding cache entries"
+        + ("; store vacuumed" if report.vacuumed else "")
+    )
+    for line in report.skipped:
+        err.print(f"[yellow]not purged[/] {line}")
+
+
 @app.command("ls")
 def ls_(
     store: StoreOpt = DEFAULT_STORE,

@@ -31,6 +31,7 @@ from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
 from waypost.lru import DEFAULT_OPEN_COLLECTIONS
 from waypost.post.passages import PassageAssembler, PassageConfig
+from waypost.purge import PurgeReport
 from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
@@ -223,6 +224,12 @@ class Engine:
             self.store.set_collection_language(name, check_language(language))
         return Collection(self, name, model)
 
+    def purge(self, vacuum: bool = True) -> PurgeReport:
+        """``Collection.purge`` for every collection (see ``waypost.purge``)."""
+        from waypost.purge import purge
+
+        return purge(self, vacuum=vacuum)
+
     def drop(self, name: str) -> None:
         name = collection_name(name)  # never a path: the index folder of this name is removed
         self.store.drop_collection(name)
@@ -281,10 +288,24 @@ class Collection:
         return self._ingestor().ingest(self.name, docs, report=report, show_progress=show_progress)
 
     def delete(self, ids: Iterable[str]) -> int:
-        """Delete documents by id; returns how many existed. ``ids`` is a list (or other iterable) of ids:
-        a bare string is refused with ``InvalidInputError`` (use ``delete(["doc1"])``), never read as one
-        id per character."""
-        return self.engine.store.delete(self.name, id_list(ids))
+        """Delete documents by id, with their feedback and the cache entries derived from their text (see
+        ``waypost.purge``); returns how many existed. ``ids`` is a list (or other iterable) of ids: a bare
+        string is refused with ``InvalidInputError`` (use ``delete(["doc1"])``), never read as one id per
+        character."""
+        from waypost.purge import DeletedChunks
+
+        ids = id_list(ids)
+        deleted = DeletedChunks(self.engine, self.name, ids)  # read before the rows go
+        removed = self.engine.store.delete(self.name, ids)
+        deleted.forget()
+        return removed
+
+    def purge(self, vacuum: bool = True) -> PurgeReport:
+        """Force off the disk now what deletes left: tombstoned index rows, unused terms, old index states,
+        cache entries of text no chunk holds; then vacuum the store and truncate its WAL."""
+        from waypost.purge import purge
+
+        return purge(self.engine, [self.name], vacuum=vacuum)
 
     def get(self, doc_id: str) -> Document | None:
         return self.engine.store.get_document(self.name, one_id(doc_id))

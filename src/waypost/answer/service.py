@@ -11,6 +11,7 @@ from waypost.answer.generative import build_messages, is_refusal, parse_citation
 from waypost.answer.model import NOT_SUPPORTED, Answer, AnswerStream, StreamOutcome
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMError, LLMProvider
+from waypost.llm.cache import derived_from
 from waypost.types import RetrievalResult
 
 
@@ -61,7 +62,8 @@ class AnswerService:
             return self._extractive(question, result, meta)
         t0 = time.perf_counter()
         try:
-            completion = self.llm.complete(build_messages(question, result.hits), self.params)
+            with derived_from(texts=[h.chunk.text for h in result.hits]):  # purged with the passages' text
+                completion = self.llm.complete(build_messages(question, result.hits), self.params)
         except LLMError as exc:
             meta.fallbacks.append(f"answer: {exc}; answered extractively")
             return self._extractive(question, result, meta)
@@ -82,7 +84,8 @@ class AnswerService:
                 yield out.answer.text
                 return
             t0 = time.perf_counter()
-            streamed = self.llm.stream(build_messages(question, result.hits), self.params)
+            with derived_from(texts=[h.chunk.text for h in result.hits]):
+                streamed = self.llm.stream(build_messages(question, result.hits), self.params)
             parts: list[str] = []
             try:
                 for token in streamed.tokens:

@@ -1,11 +1,13 @@
-"""Persistent document-embedding cache keyed by (model id, text hash), in its own SQLite file."""
+"""Persistent document-embedding cache keyed by (model id, text hash), in its own SQLite file.
+
+``forget_texts`` and ``keep_only_texts`` remove the entries of texts no chunk holds any more (``waypost.purge``)."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,44 @@ def _key(kind: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\x00{text}".encode()).hexdigest()
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("PRAGMA secure_delete=ON")  # a removed entry is zeroed on disk
+    conn.execute("CREATE TABLE IF NOT EXISTS embeddings (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key))")
+    return conn
+
+
+def forget_texts(path: str | Path, texts: Iterable[str]) -> int:
+    """Remove the entries (of every model) of these document texts from the cache file ``path``."""
+    return _remove(Path(path), {_key("doc", t) for t in texts}, keep=False)
+
+
+def keep_only_texts(path: str | Path, texts: Iterable[str]) -> int:
+    """Remove every entry of the cache file ``path`` except those of these document texts."""
+    return _remove(Path(path), {_key("doc", t) for t in texts}, keep=True)
+
+
+def _remove(path: Path, keys: set[str], keep: bool) -> int:
+    conn = _connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if keep:
+            doomed = sorted({str(r[0]) for r in conn.execute("SELECT DISTINCT key FROM embeddings")} - keys)
+        else:
+            doomed = sorted(keys)
+        removed = 0
+        for start in range(0, len(doomed), 500):
+            part = doomed[start : start + 500]
+            removed += conn.execute(f"DELETE FROM embeddings WHERE key IN ({','.join('?' * len(part))})", part).rowcount
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
+    finally:
+        conn.close()
+
+
 class CachedEmbedder:
     """Wraps any embedder; a text is embedded once per model, ever."""
 
@@ -24,11 +64,7 @@ class CachedEmbedder:
         self.inner = inner
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key))"
-        )
+        self._conn = _connect(self.path)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0

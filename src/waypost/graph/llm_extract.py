@@ -40,6 +40,7 @@ from waypost.graph.model import (
 )
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
+from waypost.llm.cache import derived_from
 from waypost.llm.structured import complete_structured
 
 PROMPT_VERSION = "v1"
@@ -362,15 +363,16 @@ class LLMExtractor:
             return _copy(hit) if isinstance(hit, ChunkExtraction) else None
         usage = QueryMetadata(strategy="graph-extract")
         t0 = time.perf_counter()
-        reply = complete_structured(
-            self.llm,
-            self.messages(chunk),
-            TriplesReply,
-            usage,
-            self.prices,
-            GenerationParams(max_tokens=self.max_tokens, temperature=0.0),
-            step="graph-extract",
-        )
+        with derived_from(texts=[chunk.text]):  # the LLM cache entry goes when no chunk holds this text
+            reply = complete_structured(
+                self.llm,
+                self.messages(chunk),
+                TriplesReply,
+                usage,
+                self.prices,
+                GenerationParams(max_tokens=self.max_tokens, temperature=0.0),
+                step="graph-extract",
+            )
         elapsed = (time.perf_counter() - t0) * 1000
         extraction = None
         if reply.value is not None and reply.value.triples:  # the schema asks for at least one

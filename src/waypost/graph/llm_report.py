@@ -17,6 +17,7 @@ from waypost.graph.communities import ExtractiveReporter
 from waypost.graph.graph import Community, KnowledgeGraph
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMError, LLMProvider, Message
+from waypost.llm.cache import derived_from
 
 REPORT_PROMPT = (
     "Below are entities of a knowledge graph that belong together, the relations between them and sentences "
@@ -53,8 +54,10 @@ class LLMReporter:
         title, material, rows = self.fallback.report(graph, community)
         body = material.split("\n", 1)[1] if "\n" in material else material
         messages: list[Message] = [{"role": "user", "content": f"{REPORT_PROMPT}\n\n{body}"}]
+        sources = {row for m in community.members for row in graph.entities[m].rows}
         try:
-            completion = self.llm.complete(messages, GenerationParams(max_tokens=self.max_tokens, temperature=0.0))
+            with derived_from(rows=sources | set(rows)):  # cached as derived from every member's chunk rows
+                completion = self.llm.complete(messages, GenerationParams(max_tokens=self.max_tokens, temperature=0.0))
         except LLMError as exc:
             self.usage.add_fallback(f"community {community.id}: {exc}")
             return title, material, rows

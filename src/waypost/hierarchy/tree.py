@@ -33,6 +33,7 @@ from waypost.base import Embedder
 from waypost.hierarchy.cluster import ClusterConfig, runs, soft_clusters
 from waypost.hierarchy.summarize import Summarizer
 from waypost.ingest.chunker import count_tokens
+from waypost.llm.cache import derived_from
 
 FloatMatrix = npt.NDArray[np.float32]
 RUN = "run"
@@ -215,7 +216,7 @@ class Tree:
                     centroid=vectors[g].mean(axis=0),
                 )
             )
-            level[-1].text = self.summarizer.summarize([texts[i] for i in g], cfg.summary_tokens)
+            level[-1].text = self._summarize(level[-1], [texts[i] for i in g])
         while len(level) > 1:
             level = [
                 self._parent(RUN, doc, [level[i] for i in g]) for g in runs(len(level), cfg.run_width, cfg.run_stride)
@@ -279,8 +280,13 @@ class Tree:
             centroid=leaves.vectors[idx].mean(axis=0).astype(np.float32),
             cluster=cluster,
         )
-        node.text = self.summarizer.summarize([leaves.texts[i] for i in idx], self.config.summary_tokens)
+        node.text = self._summarize(node, [leaves.texts[i] for i in idx])
         return node
+
+    def _summarize(self, node: TreeNode, texts: Sequence[str]) -> str:
+        """The node's summary; an LLM's reply is cached as derived from the node's leaf rows (for purges)."""
+        with derived_from(rows=node.leaves):
+            return self.summarizer.summarize(texts, self.config.summary_tokens)
 
     def _parent(self, kind: str, doc: str, children: Sequence[TreeNode], cluster: int = -1) -> TreeNode:
         weight = float(sum(c.weight for c in children))
@@ -296,7 +302,7 @@ class Tree:
             centroid=centroid.astype(np.float32),
             cluster=cluster,
         )
-        node.text = self.summarizer.summarize([c.text for c in children], self.config.summary_tokens)
+        node.text = self._summarize(node, [c.text for c in children])
         return node
 
     def _collection_layers(self, items: list[int], say: Progress) -> None:
@@ -437,9 +443,9 @@ class Tree:
                 node.weight = float(sum(c.weight for c in kids))
                 mean = np.sum([c.centroid * c.weight for c in kids], axis=0) / max(node.weight, 1.0)
                 node.centroid = mean.astype(np.float32)
-                node.text = self.summarizer.summarize([c.text for c in kids], self.config.summary_tokens)
+                node.text = self._summarize(node, [c.text for c in kids])
             else:  # a run over leaves (documents change whole, so this is rare): re-read what is left
-                node.text = self.summarizer.summarize(leaf_texts(node.leaves), self.config.summary_tokens)
+                node.text = self._summarize(node, leaf_texts(node.leaves))
             node.summary_vector = None
             self.dirty.add(i)
         self.stats.add("update_summaries", time.perf_counter() - t0)

@@ -120,6 +120,10 @@ class Postings:
         csr.sort_indices()
         return sparse.csr_matrix((csr.data, csr.indices, csr.indptr), shape=(self.rows, vocab_size))
 
+    def select_terms(self, keep: IntArray, vocab_size: int) -> Postings:
+        """These postings over only the terms ``keep`` (ascending ids), renumbered 0, 1, ..."""
+        return Postings.from_csr(self.csr(vocab_size)[:, keep], np.asarray(self.lengths, dtype=np.float32))
+
     def dead_df(self, dead_rows: IntArray, vocab_size: int) -> Int32Array:
         """How much each term's document frequency drops when ``dead_rows`` are removed."""
         out = np.zeros(vocab_size, dtype=np.int32)

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -365,6 +365,36 @@ class IndexSet:
         return updated
 
 
+def _compact_vocabulary(state: IndexSet) -> IndexSet | None:
+    """``state`` with a vocabulary of only the terms some row uses (ids renumbered in order), or ``None``
+    when it has tombstones (their postings still name terms) or every term is used."""
+    if any(live is not None for live in state.lives):
+        return None
+    size = len(state.vocab)
+    used = np.zeros(size, dtype=np.bool_)
+    for segment in state.segments:
+        for postings in (segment.chunks, segment.documents):
+            used[: postings.terms] |= np.asarray(postings.df) > 0
+    if used.all():
+        return None
+    keep = np.flatnonzero(used)
+    vocab = Vocabulary([state.vocab.terms[i] for i in keep.tolist()])
+    segments = [
+        replace(
+            s,
+            name=_segment_name(state.generation),
+            chunks=s.chunks.select_terms(keep, size),
+            documents=s.documents.select_terms(keep, size),
+            path=None,
+            _lock=threading.Lock(),
+        )
+        for s in state.segments
+    ]
+    return IndexSet(
+        state.collection, state.generation, state.version, segments, state.lives, vocab, state.analyzers, state.params
+    )
+
+
 def _segment_name(generation: int) -> str:
     return f"g{generation}-{uuid.uuid4().hex[:8]}"
 
@@ -538,6 +568,7 @@ class LiveIndex:
                 if installed is None:
                     return
                 self._current = installed
+            installed = self._drop_unused_terms(installed)
             self.last_merge = {
                 "at": time.time(),
                 "segments": len(parts),
@@ -549,6 +580,44 @@ class LiveIndex:
                 self._persist(installed)
 
         return merge
+
+    def _drop_unused_terms(self, state: IndexSet) -> IndexSet:
+        """After a merge into one segment without tombstones, the vocabulary keeps only the terms its rows
+        use, so a deleted document's words leave the saved vocabulary; ``state`` itself otherwise."""
+        compacted = _compact_vocabulary(state)
+        if compacted is None:
+            return state
+        with self._lock:
+            if self._current is not state:
+                return state  # caught up meanwhile: the next merge compacts
+            self._current = compacted
+        return compacted
+
+    def purge(self) -> dict[str, int]:
+        """Merge every segment into one, dropping tombstoned rows and unused terms; save it, and delete
+        every older saved state (and other incarnations' directories) from disk. Counts of what went."""
+        caught_up = self.get()
+        tombstones, terms = len(caught_up.tombstones()), len(caught_up.vocab)
+        self.wait()  # a merge the catch-up started finishes first
+        state = self._current or caught_up
+        if len(state.segments) > 1 or state.live is not None:
+            self._merge_task(list(state.segments))()
+        state = self._drop_unused_terms(self._current or state)
+        removed_files = 0
+        if self.directory is not None:
+            self._persist(state)
+            uid = version_incarnation(state.version)
+            with _directory_lock(self._base(uid), exclusive=True):
+                removed_files += _collect_garbage(self._base(uid), keep_states=1)
+            for other in self.directory.iterdir():
+                if other.is_dir() and other.name != uid:
+                    _remove_tree(other)
+                    removed_files += 1
+        return {
+            "tombstoned_rows": tombstones,
+            "vocabulary_terms": terms - len(state.vocab),
+            "index_files": removed_files,
+        }
 
     @staticmethod
     def _install(now: IndexSet, parts: list[Segment], merged: Segment) -> IndexSet | None:
@@ -820,8 +889,8 @@ def _directory_lock(base: Path, exclusive: bool) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) -> None:
-    """Drop all but the newest saved states and the segments and vocabularies no kept state names.
+def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) -> int:
+    """Drop all but the newest saved states and the segments and vocabularies no kept state names (how many).
     Called with the directory lock held; processes holding older states keep their data (segments are
     loaded whole, except memory-mapped arrays, which outlive the files' removal)."""
     states = _states_newest_first(base)
@@ -834,19 +903,24 @@ def _collect_garbage(base: Path, keep_states: int, tmp_grace_s: float = 3600.0) 
             continue
         keep.update(manifest.get("segments", []))
         keep.add(manifest.get("vocab", ""))
+    removed = 0
     for path in states[keep_states:]:
         path.unlink(missing_ok=True)
+        removed += 1
     now = time.time()
     for path in base.iterdir():
         try:
             if path.name.startswith(".") and ".tmp-" in path.name:
                 if now - path.stat().st_mtime > tmp_grace_s:
                     _remove_tree(path) if path.is_dir() else path.unlink(missing_ok=True)
+                    removed += 1
             elif (path.name.startswith("seg-") or path.name.startswith("vocab-")) and path.name not in keep:
                 _remove_tree(path) if path.is_dir() else path.unlink(missing_ok=True)
+                removed += 1
         except OSError as exc:  # removed by another process meanwhile, or not ours to remove: tried next time
             logger.debug("garbage collection could not remove %s: %s", path, exc)
             continue
+    return removed
 
 
 class IndexCache:

@@ -1,4 +1,8 @@
-"""Persistent LLM response cache keyed by (model, prompt hash, parameters), so re-indexing replays it."""
+"""Persistent LLM response cache keyed by (model, prompt hash, parameters), so re-indexing replays it.
+
+A prompt built from documents is asked inside ``derived_from(rows=..., texts=...)``: the cache then records
+which chunk rows and chunk texts (by hash) each reply came from, and ``forget_sources`` removes every reply
+derived from a deleted document (see ``waypost.purge``). Replies asked outside it record no source."""
 
 from __future__ import annotations
 
@@ -6,10 +10,87 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from waypost.llm.base import Completion, GenerationParams, LLMProvider, Message, StreamResult
+
+_SOURCES: ContextVar[frozenset[str]] = ContextVar("waypost_llm_sources", default=frozenset())
+
+
+def row_source(row_id: int) -> str:
+    """The source name of a chunk row (row ids are unique in a store and never reused)."""
+    return f"row:{int(row_id)}"
+
+
+def text_source(text: str) -> str:
+    """The source name of a chunk text."""
+    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@contextmanager
+def derived_from(rows: Iterable[int] = (), texts: Iterable[str] = ()) -> Iterator[None]:
+    """LLM calls inside (in this thread) are recorded as derived from these chunk rows and texts."""
+    names = {row_source(r) for r in rows} | {text_source(t) for t in texts}
+    token = _SOURCES.set(_SOURCES.get() | names)
+    try:
+        yield
+    finally:
+        _SOURCES.reset(token)
+
+
+def connect_cache(path: str | Path) -> sqlite3.Connection:
+    """A connection to a cache file: WAL, and deleted entries zeroed on disk."""
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("PRAGMA secure_delete=ON")
+    return conn
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, model TEXT, reply TEXT);
+CREATE TABLE IF NOT EXISTS completion_sources (key TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (source, key));
+"""
+
+
+def cached_sources(path: str | Path) -> set[str]:
+    """Every source some cached reply in the cache file ``path`` was derived from."""
+    conn = connect_cache(path)
+    try:
+        conn.executescript(_SCHEMA)
+        return {str(r[0]) for r in conn.execute("SELECT DISTINCT source FROM completion_sources")}
+    finally:
+        conn.close()
+
+
+def forget_sources(path: str | Path, sources: Iterable[str]) -> int:
+    """Remove every reply in the cache file ``path`` derived from any of ``sources``; how many were removed."""
+    names = list(dict.fromkeys(sources))
+    conn = connect_cache(path)
+    removed = 0
+    try:
+        conn.executescript(_SCHEMA)
+        conn.execute("BEGIN IMMEDIATE")
+        for start in range(0, len(names), 500):
+            part = names[start : start + 500]
+            marks = ",".join("?" * len(part))
+            keys = [
+                r[0]
+                for r in conn.execute(f"SELECT DISTINCT key FROM completion_sources WHERE source IN ({marks})", part)
+            ]
+            for k in range(0, len(keys), 500):
+                some = keys[k : k + 500]
+                km = ",".join("?" * len(some))
+                removed += conn.execute(f"DELETE FROM completions WHERE key IN ({km})", some).rowcount
+                conn.execute(f"DELETE FROM completion_sources WHERE key IN ({km})", some)
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return removed
 
 
 def cache_key(model: str, messages: list[Message], params: GenerationParams) -> str:
@@ -23,9 +104,8 @@ class CachedLLM:
     def __init__(self, inner: LLMProvider, path: str | Path) -> None:
         self.inner = inner
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, model TEXT, reply TEXT)")
+        self._conn = connect_cache(path)
+        self._conn.executescript(_SCHEMA)
         self._lock = threading.Lock()
 
     @property
@@ -58,7 +138,7 @@ class CachedLLM:
             finish_reason=data.get("finish_reason", ""),
         )
 
-    def _put(self, key: str, completion: Completion) -> None:
+    def _put(self, key: str, completion: Completion, sources: frozenset[str]) -> None:
         reply = json.dumps(
             {
                 "text": completion.text,
@@ -69,7 +149,16 @@ class CachedLLM:
             }
         )
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?,?,?)", (key, self.model_id, reply))
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?,?,?)", (key, self.model_id, reply))
+                self._conn.executemany(
+                    "INSERT OR IGNORE INTO completion_sources(key, source) VALUES (?,?)", [(key, s) for s in sources]
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
 
     def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
         params = params or GenerationParams()
@@ -79,7 +168,7 @@ class CachedLLM:
             return hit
         completion = self.inner.complete(messages, params)
         if self._cacheable(completion):
-            self._put(key, completion)
+            self._put(key, completion, _SOURCES.get())
         return completion
 
     def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
@@ -88,6 +177,7 @@ class CachedLLM:
         hit = self._get(key)
         if hit is not None:
             return StreamResult(iter([hit.text]), hit)
+        sources = _SOURCES.get()  # the tokens may be read after the caller's ``derived_from`` ended
         inner = self.inner.stream(messages, params)
 
         def tokens() -> Iterator[str]:
@@ -96,7 +186,7 @@ class CachedLLM:
             finally:  # stopped early or not: the provider's stream lets go of what it holds
                 inner.close()
             if self._cacheable(inner.completion):
-                self._put(key, inner.completion)
+                self._put(key, inner.completion, sources)
 
         return StreamResult(tokens(), inner.completion)
 

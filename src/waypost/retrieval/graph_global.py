@@ -20,6 +20,7 @@ from waypost.graph.graph import Community, KnowledgeGraph
 from waypost.graph.search import GraphArrays
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
+from waypost.llm.cache import derived_from
 from waypost.llm.structured import complete_structured
 from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
@@ -211,7 +212,8 @@ class GraphGlobalRetriever:
             {"role": "user", "content": f"Question: {query}\n\n{listed}"},
         ]
         params = GenerationParams(max_tokens=32 + 16 * len(candidates))
-        result = complete_structured(self.llm, messages, RatingsReply, used, self.prices, params, "global map")
+        with derived_from(rows={row for c in candidates for row in c.rows}):  # purged with the cited chunks
+            result = complete_structured(self.llm, messages, RatingsReply, used, self.prices, params, "global map")
         if result.value is None:
             return [], "LLM rating failed: reports in their retrieval order"
         ratings: dict[int, int] = {}

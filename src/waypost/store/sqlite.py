@@ -148,6 +148,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.setlimit(
         sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, min(MAX_VARIABLES, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
     )
+    conn.execute("PRAGMA secure_delete=ON")  # deleted text is zeroed, not left in free pages
     return conn
 
 
@@ -411,6 +412,7 @@ class SQLiteStore:
                 rows = self._document_rows(collection, doc_id)
                 conn.execute("DELETE FROM chunks WHERE collection=? AND document_id=?", (collection, doc_id))
                 cur = conn.execute("DELETE FROM documents WHERE collection=? AND id=?", (collection, doc_id))
+                conn.execute("DELETE FROM feedback WHERE collection=? AND document_id=?", (collection, doc_id))
                 if cur.rowcount:
                     generation = generation if generation is not None else self._bump(collection)
                     self._log(collection, generation, doc_id, "delete", rows, [])
@@ -699,6 +701,72 @@ class SQLiteStore:
             document_languages=list(doc_languages.values()),
             sections=sections,
         )
+
+    # -- purging ---------------------------------------------------------------------------
+    def chunk_texts(
+        self, collection: str | None = None, documents: Iterable[str] | None = None
+    ) -> Iterator[tuple[int, str, str]]:
+        """(row id, chunk text, index text) of every chunk of the store, of one collection, or of some of
+        its documents; read in batches."""
+        query = (
+            "SELECT c.row_id, c.text, c.section, d.title FROM chunks c JOIN documents d"
+            " ON d.collection = c.collection AND d.id = c.document_id"
+        )
+        batches: list[tuple[str, tuple[object, ...]]]
+        if collection is None:
+            batches = [(query + " WHERE c.row_id > ? ORDER BY c.row_id LIMIT 2000", ())]
+        elif documents is None:
+            batches = [(query + " WHERE c.collection=? AND c.row_id > ? ORDER BY c.row_id LIMIT 2000", (collection,))]
+        else:
+            ids = list(dict.fromkeys(documents))
+            batches = [
+                (
+                    query + f" WHERE c.collection=? AND c.document_id IN ({','.join('?' * len(ids[i : i + 500]))})"
+                    " AND c.row_id > ? ORDER BY c.row_id LIMIT 2000",
+                    (collection, *ids[i : i + 500]),
+                )
+                for i in range(0, len(ids), 500)
+            ]
+        for sql, params in batches:
+            last = -1
+            while True:
+                rows = self._conn.execute(sql, (*params, last)).fetchall()
+                for r in rows:
+                    yield int(r[0]), str(r[1]), index_text(str(r[3]), json.loads(r[2]), str(r[1]))
+                if len(rows) < 2000:
+                    break
+                last = int(rows[-1][0])
+
+    def live_texts(self, texts: Iterable[str]) -> set[str]:
+        """Those of ``texts`` that some chunk of any collection still holds."""
+        wanted = list(dict.fromkeys(texts))
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._conn.execute(f"SELECT DISTINCT text FROM chunks WHERE text IN ({marks})", part)
+            found.update(str(r[0]) for r in rows)
+        return found
+
+    def live_rows(self, row_ids: Iterable[int]) -> set[int]:
+        """Those of ``row_ids`` that are chunks of any collection (row ids are never reused)."""
+        wanted = sorted({int(r) for r in row_ids})
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._conn.execute(f"SELECT row_id FROM chunks WHERE row_id IN ({marks})", part)
+            found.update(int(r[0]) for r in rows)
+        return found
+
+    def compact(self, vacuum: bool = False) -> bool:
+        """Leave no deleted content on disk: ``vacuum`` rewrites the file (pages freed before secure_delete
+        was on), then the WAL is checkpointed and truncated; False when a reader kept it from truncating."""
+        with self._write_lock:
+            if vacuum:
+                self._writer.execute("VACUUM")
+            busy = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not (busy and int(busy[0]))
 
     def close(self) -> None:
         with self._write_lock, self._connections_lock:

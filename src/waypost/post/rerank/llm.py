@@ -19,6 +19,7 @@ from waypost.base import Reranker
 from waypost.errors import WaypostError
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
+from waypost.llm.cache import derived_from
 from waypost.llm.structured import complete_structured
 from waypost.post.rerank.cross_encoder import copy_result, rescored
 from waypost.types import Explanation, Hit, RetrievalResult
@@ -187,15 +188,16 @@ class LLMReranker:
     def _pointwise(self, query: str, head: list[Hit], usage: QueryMetadata) -> list[float]:
         values: list[float] = []
         for hit in head:
-            reply = complete_structured(
-                self.llm,
-                self.pointwise_messages(query, hit.chunk.text),
-                PointwiseReply,
-                usage,
-                self.prices,
-                GenerationParams(max_tokens=24),
-                step="rerank",
-            )
+            with derived_from(texts=[hit.chunk.text]):
+                reply = complete_structured(
+                    self.llm,
+                    self.pointwise_messages(query, hit.chunk.text),
+                    PointwiseReply,
+                    usage,
+                    self.prices,
+                    GenerationParams(max_tokens=24),
+                    step="rerank",
+                )
             if reply.value is None:  # stop at the first failure: a dead server is not asked ten times
                 raise RerankFailed(f"passage {hit.chunk.id}: {reply.error}")
             values.append(reply.value.score)
@@ -203,15 +205,16 @@ class LLMReranker:
 
     def _listwise(self, query: str, head: list[Hit], usage: QueryMetadata) -> tuple[list[float], int]:
         """A score per hit (``len(head)`` for the first in the model's order, down to 1) and how many it named."""
-        reply = complete_structured(
-            self.llm,
-            self.listwise_messages(query, [hit.chunk.text for hit in head]),
-            ListwiseReply,
-            usage,
-            self.prices,
-            GenerationParams(max_tokens=16 + 5 * len(head)),
-            step="rerank",
-        )
+        with derived_from(texts=[hit.chunk.text for hit in head]):
+            reply = complete_structured(
+                self.llm,
+                self.listwise_messages(query, [hit.chunk.text for hit in head]),
+                ListwiseReply,
+                usage,
+                self.prices,
+                GenerationParams(max_tokens=16 + 5 * len(head)),
+                step="rerank",
+            )
         if reply.value is None:
             raise RerankFailed(reply.error or "no reply")
         named: dict[int, None] = {}
