@@ -78,7 +78,12 @@ Filter = Condition | And | Or
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past the float range
+        return False
 
 
 def _is_scalar(value: Any) -> bool:
@@ -180,6 +185,6 @@ def from_obj(obj: Any) -> Filter:
 def parse_filter_json(text: str) -> Filter:
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer past Python's 4,300-digit limit
         raise FilterError(f"filter is not valid JSON: {exc}") from exc
     return from_obj(obj)
