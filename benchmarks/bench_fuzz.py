@@ -76,8 +76,9 @@ def _signature(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
-def fuzz(target: Target, examples: int, run_seed: int, watchdog: Watchdog) -> Tally:
+def fuzz(target: Target, examples: int, run_seed: int, watchdog: Watchdog, progress_every: int = 5000) -> Tally:
     tally = Tally(target.name)
+    wall = time.perf_counter()
 
     @settings(
         max_examples=examples,
@@ -108,12 +109,17 @@ def fuzz(target: Target, examples: int, run_seed: int, watchdog: Watchdog) -> Ta
             tally.inputs += 1
             tally.seconds += elapsed
             tally.slowest = max(tally.slowest, elapsed)
+            if tally.inputs % progress_every == 0:  # partial counts survive a run cut short
+                print(
+                    f"  ... {target.name}: {tally.inputs} inputs, {tally.crashes} crashes, {tally.hangs} hangs, "
+                    f"{time.perf_counter() - wall:.0f} s",
+                    flush=True,
+                )
             if elapsed > target.time_limit:
                 tally.hangs += 1
                 if len(tally.hang_inputs) < SHOW_TRACEBACKS:
                     tally.hang_inputs.append(f"{elapsed:.1f} s: {value!r:.300}")
 
-    wall = time.perf_counter()
     run()
     tally.seconds = time.perf_counter() - wall  # generation included
     return tally

@@ -12,11 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.fuzz_targets import Target, collection_targets, offline_targets, open_collection, run_input
+from benchmarks.fuzz_targets import (
+    Target,
+    collection_targets,
+    offline_targets,
+    open_collection,
+    run_input,
+    seed_pdfs,
+)
 from hypothesis import HealthCheck, given, settings
 
 from waypost.base import Embedder
 from waypost.engine import Collection
+from waypost.errors import FilterError, LoaderError
+from waypost.filters.model import parse_filter, parse_filter_json
+from waypost.ingest.loaders import LoadFailure, load_path
+from waypost.types import Document
 
 EXAMPLES = {
     "filter-clauses": 600,
@@ -85,3 +96,62 @@ def test_seed_pdfs_load(tmp_path: Path) -> None:
     path.write_bytes(seed_pdfs()[1])
     [doc] = load_path(path, tmp_path)
     assert "text layer" in doc.text and doc.title == "Fuzz title"
+
+
+# -- regressions: each input below crashed waypost before the fix next to it ----------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"year": ' + "7" * 4000 + "}",  # OverflowError: int too large to convert to float
+        '{"year": ' + "7" * 4301 + "}",  # ValueError: past Python's 4,300-digit int limit, inside json.loads
+        '{"field": "year", "op": "gte", "value": ' + "9" * 400 + "}",
+    ],
+)
+def test_filter_json_with_a_huge_integer_is_a_filter_error(text: str) -> None:
+    with pytest.raises(FilterError):
+        parse_filter_json(text)
+
+
+def test_filter_clause_with_a_huge_integer_is_a_filter_error() -> None:
+    with pytest.raises(FilterError):
+        parse_filter(["year>=" + "7" * 4000])
+
+
+@pytest.mark.parametrize(
+    ("seed", "old", "new"),
+    [
+        (1, b"/Info 10 0 R", b"/Info 12345"),  # PdfReadError from reader.metadata, outside the try
+        (0, b"/Filter /FlateDecode", b"/Filter /LateDecode"),  # NotImplementedError from pypdf
+    ],
+)
+def test_broken_pdf_is_a_loader_error(tmp_path: Path, seed: int, old: bytes, new: bytes) -> None:
+    raw = seed_pdfs()[seed]
+    assert old in raw
+    (tmp_path / "broken.pdf").write_bytes(raw.replace(old, new))
+    with pytest.raises(LoaderError, match=r"broken\.pdf: cannot read PDF"):
+        list(load_path(tmp_path / "broken.pdf", tmp_path))
+
+
+def test_jsonl_line_too_deep_or_too_long_fails_alone(tmp_path: Path) -> None:
+    lines = ['{"text": "first"}', "[" * 100_000 + "]" * 100_000, '{"text": ' + "7" * 5000 + "}", '{"text": "last"}']
+    (tmp_path / "odd.jsonl").write_text("\n".join(lines))
+    items = list(load_path(tmp_path / "odd.jsonl", tmp_path))
+    assert [d.text for d in items if isinstance(d, Document)] == ["first", "last"]
+    failures = [f for f in items if isinstance(f, LoadFailure)]
+    assert [f.source.rsplit(":", 1)[1] for f in failures] == ["2", "3"]
+    assert "RecursionError" in failures[0].error and "ValueError" in failures[1].error
+
+
+def test_csv_with_carriage_returns_loads(tmp_path: Path) -> None:
+    """A lone \\r ends a line (old Mac files) or sits inside a quoted cell; both used to raise csv.Error."""
+    (tmp_path / "mac.csv").write_bytes(b'id,text\ra,first row\rb,"two\rlines"\r')
+    docs = list(load_path(tmp_path / "mac.csv", tmp_path))
+    assert [(d.id, d.text) for d in docs if isinstance(d, Document)] == [("a", "first row"), ("b", "two\rlines")]
+
+
+def test_csv_field_over_the_csv_limit_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "big.csv").write_text("id,text\na,fine\nb," + "x" * 200_000 + "\n")
+    loaded = load_path(tmp_path / "big.csv", tmp_path)
+    assert next(loaded).text == "fine"  # type: ignore[union-attr]
+    with pytest.raises(LoaderError, match=r"big\.csv: CSV line 3: field larger than field limit"):
+        next(loaded)

@@ -185,7 +185,7 @@ def _csv_rows(reader: csv.DictReader[str]) -> Iterator[dict[str | Any, str | Any
     try:
         yield from reader
     except csv.Error as exc:
-        raise LoaderError(f"CSV line {reader.line_num}: {exc}") from exc
+        raise LoaderError(f"CSV line {reader.line_num + 1}: {exc}") from exc  # the line being read
 
 
 LOADERS: dict[str, Callable[[Path, str, int], Iterator[Loaded]]] = {
