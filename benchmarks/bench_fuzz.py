@@ -143,12 +143,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=100_000, help="inputs per target")
     parser.add_argument("--targets", default="", help="comma-separated target names (default: all)")
+    parser.add_argument("--per-target", default="", help="inputs for some targets, e.g. query=5000,query-expensive=200")
+    parser.add_argument("--progress", type=int, default=5000, help="print partial counts every N inputs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hard-limit", type=float, default=300.0, help="seconds before one input ends the run")
     parser.add_argument("--json", type=Path, help="also write the counts here")
     args = parser.parse_args()
     wanted = {t for t in args.targets.split(",") if t}
     watchdog = Watchdog(args.hard_limit)
+    counts = {name: int(n) for name, n in (item.split("=") for item in args.per_target.split(",") if item)}
 
     targets = offline_targets()
     with tempfile.TemporaryDirectory(prefix="waypost-fuzz-") as tmp:
@@ -163,7 +166,7 @@ def main() -> None:
         by_name = {t.name: t for t in targets}
         tallies = []
         for target in (by_name[name] for name in order):
-            tally = fuzz(target, args.examples, args.seed, watchdog)
+            tally = fuzz(target, counts.get(target.name, args.examples), args.seed, watchdog, args.progress)
             report(tally, target.time_limit)
             tallies.append(tally)
         if engine is not None:

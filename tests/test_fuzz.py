@@ -26,6 +26,7 @@ from waypost.base import Embedder
 from waypost.engine import Collection
 from waypost.errors import FilterError, LoaderError
 from waypost.filters.model import parse_filter, parse_filter_json
+from waypost.ingest.chunker import Chunker, count_tokens
 from waypost.ingest.loaders import LoadFailure, load_path
 from waypost.types import Document
 
@@ -155,3 +156,17 @@ def test_csv_field_over_the_csv_limit_names_the_line(tmp_path: Path) -> None:
     assert next(loaded).text == "fine"  # type: ignore[union-attr]
     with pytest.raises(LoaderError, match=r"big\.csv: CSV line 3: field larger than field limit"):
         next(loaded)
+
+
+def test_filter_in_list_with_a_carriage_return_is_a_filter_error() -> None:
+    with pytest.raises(FilterError, match="list of values"):
+        parse_filter(["country in India\rSpain"])  # csv.Error: new-line character seen in unquoted field
+
+
+def test_repeated_heading_starts_a_new_chunk() -> None:
+    """Two sections under the same heading text used to share a chunk that spanned the second heading, whose
+    tokens were not counted: 17 tokens in a chunk of a 16-token budget."""
+    text = "the. \n# 0\x1b0:0:0\n0{ the. 0\n# 0\x1b0:0:0\n0{ the."
+    chunks = Chunker(16).chunk("doc", text)
+    assert [c.text for c in chunks] == ["the.", "0{ the. 0", "0{ the."]
+    assert all(count_tokens(c.text) == c.token_count <= 16 for c in chunks)

@@ -134,7 +134,10 @@ def parse_filter(clauses: list[str]) -> Filter | None:
         op = _OPS[sym]
         if op is Op.IN:
             quote = "'" if "'" in raw and '"' not in raw else '"'
-            value: Any = [_scalar(v) for v in next(csv.reader([raw], skipinitialspace=True, quotechar=quote))]
+            try:
+                value: Any = [_scalar(v) for v in next(csv.reader([raw], skipinitialspace=True, quotechar=quote))]
+            except csv.Error as exc:  # a carriage return outside quotes, say
+                raise FilterError(f"cannot read the list of values in {clause!r}: {exc}") from exc
         else:
             value = _scalar(raw)
         parsed.append(Condition(fld, op, value))
