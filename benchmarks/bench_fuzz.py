@@ -101,8 +101,11 @@ def fuzz(target: Target, examples: int, run_seed: int, watchdog: Watchdog, progr
             tally.crashes += 1
             sig = _signature(exc)
             tally.kinds[sig] = tally.kinds.get(sig, 0) + 1
-            if tally.kinds[sig] == 1 and len(tally.tracebacks) < SHOW_TRACEBACKS:
-                tally.tracebacks.append(f"input {value!r:.500}\n" + "".join(traceback.format_exception(exc)))
+            if tally.kinds[sig] == 1:  # each new kind of crash as soon as it is seen
+                shown = f"input {value!r:.500}\n" + "".join(traceback.format_exception(exc))
+                print(f"  new crash in {target.name}: {shown}", flush=True)
+                if len(tally.tracebacks) < SHOW_TRACEBACKS:
+                    tally.tracebacks.append(shown)
         finally:
             watchdog.started = None
             elapsed = time.perf_counter() - start
