@@ -191,7 +191,7 @@ def period(value: Any, bare_year_strings: bool = True) -> Period | None:
     if isinstance(value, date):
         return Period(_days(value), _days(value) + 1, "day")
     if isinstance(value, (int, float)):
-        if math.isfinite(value) and float(value).is_integer() and MIN_YEAR <= value <= MAX_YEAR:
+        if MIN_YEAR <= value <= MAX_YEAR and float(value).is_integer():  # range first: float(10**400) overflows
             return year_period(int(value))
         return None
     if isinstance(value, str):

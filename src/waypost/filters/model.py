@@ -87,7 +87,12 @@ Filter = Condition | And | Or
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past the float range
+        return False
 
 
 def _is_scalar(value: Any) -> bool:
@@ -166,7 +171,10 @@ def parse_filter(clauses: list[str]) -> Filter | None:
         op = _OPS[sym]
         if op is Op.IN:
             quote = "'" if "'" in raw and '"' not in raw else '"'
-            value: Any = [_scalar(v) for v in next(csv.reader([raw], skipinitialspace=True, quotechar=quote))]
+            try:
+                value: Any = [_scalar(v) for v in next(csv.reader([raw], skipinitialspace=True, quotechar=quote))]
+            except csv.Error as exc:  # a carriage return outside quotes, say
+                raise FilterError(f"cannot read the list of values in {clause!r}: {exc}") from exc
         else:
             value = _scalar(raw)
         parsed.append(Condition(fld, op, value))
@@ -240,6 +248,6 @@ def parse_filter_json(text: str) -> Filter:
         )
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer past Python's 4,300-digit limit
         raise FilterError(f"filter is not valid JSON: {exc}") from exc
     return from_obj(obj)

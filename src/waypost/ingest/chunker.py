@@ -104,6 +104,12 @@ def _trim(text: str, start: int, end: int) -> Span | None:
     return Span(start, end) if end > start else None
 
 
+def _one_section(text: str, before: Span, after: Span) -> bool:
+    """Whether only whitespace lies between two pieces: a heading between them starts another section, even
+    one with the same path (a repeated heading), and a chunk spanning it would hold uncounted tokens."""
+    return not text[before.end : after.start].strip()
+
+
 def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Sentence spans of ``text[start:end]``, never cutting after a known abbreviation or an initial."""
     end = len(text) if end is None else end
@@ -201,7 +207,11 @@ class Chunker:
         while i < len(pieces):
             path = pieces[i][0]
             j = i
-            while j < len(pieces) and pieces[j][0] == path:
+            while (
+                j < len(pieces)
+                and pieces[j][0] == path
+                and (j == i or _one_section(text, pieces[j - 1][1], pieces[j][1]))
+            ):
                 j += 1
             groups.extend(self._pack(pieces[i:j]))
             i = j

@@ -95,12 +95,15 @@ def load_pdf(path: Path, doc_id: str, max_bytes: int) -> Iterator[Document]:
     try:
         reader = PdfReader(str(path))
         pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        info = reader.metadata
+        info_title = info.title if info and info.title else path.stem
+    except PdfReadError as exc:
         raise LoaderError(f"cannot read PDF: {exc}") from exc
+    except Exception as exc:  # a broken file makes pypdf raise almost anything (NotImplementedError, TypeError, ...)
+        raise LoaderError(f"cannot read PDF: {type(exc).__name__}: {exc}") from exc
     text = "\n\n".join(p for p in pages if p)
     if not text.strip():
         raise LoaderError("PDF has no text layer (scanned images need OCR first)")
-    info_title = reader.metadata.title if reader.metadata and reader.metadata.title else path.stem
     yield _doc(doc_id, text, str(info_title), str(path), {"format": "pdf", "pages": len(pages)})
 
 
@@ -147,6 +150,8 @@ def load_jsonl(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
             yield _record(row, f"{doc_id}:{lineno}", f"{path}:{lineno}")
         except json.JSONDecodeError as exc:
             yield LoadFailure(f"{path}:{lineno}", f"invalid JSON ({exc.msg})")
+        except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nesting past the stack
+            yield LoadFailure(f"{path}:{lineno}", f"unreadable JSON ({type(exc).__name__}: {exc})")
         except LoaderError as exc:
             yield LoadFailure(f"{path}:{lineno}", str(exc))
 
@@ -154,14 +159,15 @@ def load_jsonl(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
 def load_csv(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
     """One document per row; a bad row is reported on its own and the rest of the file still loads."""
     text = _read_text(path, max_bytes)
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # the csv module reads \r, \n and \r\n itself
+    header = _csv_header(reader)
+    if not header:
         raise LoaderError("CSV file has no header row")
     raw_fields = set(TEXT_FIELDS + TITLE_FIELDS + ID_FIELDS)
-    for lineno, row in enumerate(reader, start=2):
+    for lineno, row in enumerate(_csv_rows(reader), start=2):
         if None in row or any(v is None for v in row.values()):
             yield LoadFailure(
-                f"{path}:{lineno}", f"row has {len(row) - (None in row)} cells, the header has {len(reader.fieldnames)}"
+                f"{path}:{lineno}", f"row has {len(row) - (None in row)} cells, the header has {len(header)}"
             )
             continue
         clean = {k: v if k in raw_fields else _coerce(v) for k, v in row.items() if k}
@@ -169,6 +175,21 @@ def load_csv(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
             yield _record(clean, f"{doc_id}:{lineno}", f"{path}:{lineno}")
         except LoaderError as exc:
             yield LoadFailure(f"{path}:{lineno}", str(exc))
+
+
+def _csv_header(reader: csv.DictReader[str]) -> list[str]:
+    try:
+        return list(reader.fieldnames or [])
+    except csv.Error as exc:
+        raise LoaderError(f"CSV header: {exc}") from exc
+
+
+def _csv_rows(reader: csv.DictReader[str]) -> Iterator[dict[str | Any, str | Any]]:
+    """The rows; a line the csv module cannot read (a field over its size limit, say) ends the file with its line."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise LoaderError(f"CSV line {reader.line_num + 1}: {exc}") from exc  # the line being read
 
 
 LOADERS: dict[str, Callable[[Path, str, int], Iterator[Loaded]]] = {
