@@ -96,7 +96,7 @@ def test_ask_streams_then_shows_renumbered_citations(store: Path, cli: Cli) -> N
 
 @pytest.mark.slow
 def test_the_real_entry_point(store: Path) -> None:
-    """``python -m waypost.cli`` in its own process: imports, main, the model load and exit codes as shipped."""
+    """``python -m waypost.cli`` in its own process: imports, main and the model load as shipped."""
     query = ["query", "what happens if ingest is killed", "--store", str(store), "--json", "-k", "3"]
     out = subprocess.run([sys.executable, "-m", "waypost.cli", *query], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
