@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import Cli
+from tests.llama_server import LlamaServer
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 
@@ -27,3 +29,18 @@ def engine(tmp_path: Path, minilm: Embedder) -> Iterator[Engine]:
     eng.register_embedder(minilm)
     yield eng
     eng.close()
+
+
+@pytest.fixture(scope="session")
+def cli(minilm: Embedder) -> Cli:
+    """Run the ``waypost`` command in-process: ``cli("query", "x", "--store", path)``."""
+    return Cli(minilm)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    """One SmolLM2 llama.cpp server for the whole session, started when a test first asks for it."""
+    srv = LlamaServer()
+    srv.start()
+    yield srv
+    srv.stop()

@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from waypost.engine import Engine, EngineConfig
 from waypost.ingest.chunker import Chunker
 
@@ -78,6 +80,7 @@ def assert_consistent(store: Path, corpus: Path) -> int:
     return len(rows)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_ingest_then_resume(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     make_corpus(corpus)
@@ -98,6 +101,7 @@ def test_kill_9_mid_ingest_then_resume(tmp_path: Path) -> None:
     assert assert_consistent(store, corpus) == N_DOCS
 
 
+@pytest.mark.slow
 def test_readers_keep_working_while_a_writer_ingests(tmp_path: Path, minilm) -> None:  # type: ignore[no-untyped-def]
     corpus = tmp_path / "corpus"
     make_corpus(corpus)

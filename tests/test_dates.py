@@ -4,14 +4,13 @@ re-adds, merges, reopening), the CLI, and date phrases in queries."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.cli_runner import Cli
 from waypost.base import Embedder
 from waypost.engine import Collection, Engine, EngineConfig
 from waypost.errors import FilterError
@@ -341,25 +340,21 @@ def test_metadata_strategy_applies_date_phrases(engine: Engine) -> None:
 
 
 # -- the command line ------------------------------------------------------------------------------------
-def waypost(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "waypost.cli", *args], capture_output=True, text=True, timeout=300)
-
-
-def test_cli_where_and_stats(tmp_path: Path, minilm: Embedder) -> None:
+def test_cli_where_and_stats(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
     store = tmp_path / "store"
     eng = Engine(store, EngineConfig(chunk_tokens=64))
     eng.register_embedder(minilm)
     eng.collection("default", create=True).add(changelog_docs())
     eng.close()
     base = ("--store", str(store), "--json", "-k", "20", "--strategy", "dense")
-    out = waypost("query", "changes", *base, "--where", "released>=2021-03-05", "--where", "released<2022")
-    assert out.returncode == 0, out.stderr
+    out = cli("query", "changes", *base, "--where", "released>=2021-03-05", "--where", "released<2022")
+    assert out.exit_code == 0, out.stderr
     assert {h["document_id"] for h in json.loads(out.stdout)["hits"]} == {"r3", "r4", "r9"}
-    out = waypost("query", "changes", *base, "--where-json", '{"released": {"gte": 2019, "lt": "2020-03"}}')
-    assert out.returncode == 0, out.stderr
+    out = cli("query", "changes", *base, "--where-json", '{"released": {"gte": 2019, "lt": "2020-03"}}')
+    assert out.exit_code == 0, out.stderr
     assert {h["document_id"] for h in json.loads(out.stdout)["hits"]} == {"r1", "r7", "r9"}
-    bad = waypost("query", "changes", *base, "--where", "released>=soon")
-    assert bad.returncode == 2 and "needs a finite number or a date" in bad.stderr
-    stats = json.loads(waypost("stats", "--store", str(store), "--json").stdout)
+    bad = cli("query", "changes", *base, "--where", "released>=soon")
+    assert bad.exit_code == 2 and "needs a finite number or a date" in bad.stderr
+    stats = json.loads(cli("stats", "--store", str(store), "--json").stdout)
     assert stats["fields"]["released"]["kind"] == "date"
     assert stats["fields"]["released"]["range"] == ["2019-01-10", "2022-01-15"]

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from tests.cli_runner import Cli
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.graph.graph import GraphConfig, KnowledgeGraph, Touched
@@ -522,6 +522,7 @@ def after_kills(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     return paths
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_middle_of_a_save(built: Path, after_kills: dict[str, Path], minilm: Embedder) -> None:
     """The killed save leaves the old graph whole; the next process loads it and catches up from the change log."""
     with open_engine(built, minilm) as engine:
@@ -544,6 +545,7 @@ def test_kill_9_in_the_middle_of_a_save(built: Path, after_kills: dict[str, Path
             assert (graph.entity_named("Chien-Shiung Wu") is not None) == (mode == "update")
 
 
+@pytest.mark.slow
 def test_a_killed_rebuild_does_not_hold_the_change_log(after_kills: dict[str, Path], minilm: Embedder) -> None:
     with open_engine(after_kills["rebuild"], minilm) as engine:
         engine.collection("c").graph().get(build=False)
@@ -572,40 +574,24 @@ def test_an_update_after_another_process_rebuilt_at_the_same_generation(
 
 
 # -- 5. CLI ---------------------------------------------------------------------------------------------------
-def waypost(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "waypost.cli", *args], capture_output=True, text=True, timeout=300, env=env
-    )
-
-
-@pytest.fixture
-def cli(minilm: Embedder, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    """In-process commands sharing the session's model (each process would otherwise load its own)."""
-    monkeypatch.setattr("waypost.engine.make_embedder", lambda *_args, **_kw: minilm)
-    return CliRunner()
-
-
-def test_cli_build_and_status(plain: Path, built: Path, tmp_path: Path, cli: CliRunner, minilm: Embedder) -> None:
-    from waypost.cli import app
-
+def test_cli_build_and_status(plain: Path, built: Path, tmp_path: Path, cli: Cli, minilm: Embedder) -> None:
     path = copy_of(plain, tmp_path)
     where = ("--store", str(path), "-c", "c")
-    none = cli.invoke(app, ["graph", "status", *where])
+    none = cli("graph", "status", *where)
     assert none.exit_code == 0 and "has no graph" in none.stdout and "waypost graph build" in none.stdout
-    missing = cli.invoke(app, ["graph", "show", "Otto Hahn", *where])
+    missing = cli("graph", "show", "Otto Hahn", *where)
     assert missing.exit_code == 2 and "has no graph" in missing.stderr
-    bad = cli.invoke(app, ["graph", "build", *where, "--extractor", "regex"])
+    bad = cli("graph", "build", *where, "--extractor", "regex")
     assert bad.exit_code == 2 and "--extractor must be one of spacy, llm" in bad.stderr
-    no_llm = cli.invoke(app, ["graph", "build", *where, "--extractor", "llm"])
+    no_llm = cli("graph", "build", *where, "--extractor", "llm")
     assert no_llm.exit_code == 2 and "needs an LLM: pass --llm" in no_llm.stderr
-    bad = cli.invoke(app, ["graph", "build", *where, "--reports", "abstract"])
+    bad = cli("graph", "build", *where, "--reports", "abstract")
     assert bad.exit_code == 2 and "--reports must be one of extractive, llm" in bad.stderr
-    no_llm = cli.invoke(app, ["graph", "build", *where, "--reports", "llm"])
+    no_llm = cli("graph", "build", *where, "--reports", "llm")
     assert no_llm.exit_code == 2 and "--reports llm needs an LLM: pass --llm" in no_llm.stderr
 
-    build = waypost("graph", "build", *where, "--json")  # a real process, as a user runs it
-    assert build.returncode == 0, build.stderr
+    build = cli("graph", "build", *where, "--json")
+    assert build.exit_code == 0, build.stderr
     data = json.loads(build.stdout)
     with open_engine(built, minilm) as engine:
         expected = engine.collection("c").graph().status().to_dict()
@@ -614,30 +600,28 @@ def test_cli_build_and_status(plain: Path, built: Path, tmp_path: Path, cli: Cli
     assert data["built"] and data["generation"] == data["store_generation"] and data["communities"]["0"] > 0
     assert data["build_seconds"]["total"] > 0 and data["size_mb"] > 0 and data["built_at"] == data["updated_at"]
 
-    status = cli.invoke(app, ["graph", "status", *where])
+    status = cli("graph", "status", *where)
     assert status.exit_code == 0, status.stderr
     text = status.stdout
     assert f"{data['entities']} ({data['named_entities']} named" in text and "phrases)" in text
     assert "(current)" in text and "level 0:" in text and "drift" in text and "extract" in text
-    as_json = json.loads(cli.invoke(app, ["graph", "status", *where, "--json"]).stdout)
+    as_json = json.loads(cli("graph", "status", *where, "--json").stdout)
     assert {k: v for k, v in as_json.items() if k != "last_update"} == {
         k: v for k, v in data.items() if k != "last_update"
     }
 
-    rebuilt = cli.invoke(app, ["graph", "build", *where, "--rebuild", "--json"])
+    rebuilt = cli("graph", "build", *where, "--rebuild", "--json")
     assert rebuilt.exit_code == 0, rebuilt.stderr
     again = json.loads(rebuilt.stdout)
     assert again["built_at"] > data["built_at"] and again["entities"] == data["entities"]
-    updated = cli.invoke(app, ["graph", "build", *where])  # up to date: nothing to do, the status printed
+    updated = cli("graph", "build", *where)  # up to date: nothing to do, the status printed
     assert updated.exit_code == 0 and "(current)" in updated.stdout
 
 
-def test_cli_show(built: Path, tmp_path: Path, cli: CliRunner, minilm: Embedder) -> None:
-    from waypost.cli import app
-
+def test_cli_show(built: Path, tmp_path: Path, cli: Cli, minilm: Embedder) -> None:
     path = copy_of(built, tmp_path)
     where = ("--store", str(path), "-c", "c")
-    show = cli.invoke(app, ["graph", "show", "otto hahn", *where])
+    show = cli("graph", "show", "otto hahn", *where)
     assert show.exit_code == 0, show.stderr
     text = " ".join(show.stdout.split())
     assert text.startswith("Otto Hahn PERSON (named)")
@@ -646,7 +630,7 @@ def test_cli_show(built: Path, tmp_path: Path, cli: CliRunner, minilm: Embedder)
     assert "Lise Meitner — worked with — Otto Hahn" in text and "neighbours, 1 hop" in text
     assert "neighbours, 2 hops" not in text and "communities #" in text
 
-    data = json.loads(cli.invoke(app, ["graph", "show", "Otto Hahn", *where, "--json", "--hops", "2"]).stdout)
+    data = json.loads(cli("graph", "show", "Otto Hahn", *where, "--json", "--hops", "2").stdout)
     assert data["entity"]["name"] == "Otto Hahn" and data["entity"]["label"] == "PERSON"
     assert [(m["document_id"], m["chunk_id"]) for m in data["mentions"]] == [("meitner", "meitner#0")]
     assert "Kaiser Wilhelm Institute" in data["mentions"][0]["sentence"]
@@ -664,22 +648,22 @@ def test_cli_show(built: Path, tmp_path: Path, cli: CliRunner, minilm: Embedder)
         assert {c["id"] for c in data["communities"]} == set(graph.member_of[hahn.id])
 
     cid = data["communities"][0]["id"]
-    community = cli.invoke(app, ["graph", "show", "--community", str(cid), *where])
+    community = cli("graph", "show", "--community", str(cid), *where)
     assert community.exit_code == 0, community.stderr
     assert f"community #{cid}" in community.stdout and "Otto Hahn" in community.stdout
     assert "report" in community.stdout and "sources" in community.stdout and "meitner#0" in community.stdout
-    brief = json.loads(cli.invoke(app, ["graph", "show", "--community", str(cid), *where, "--json"]).stdout)
+    brief = json.loads(cli("graph", "show", "--community", str(cid), *where, "--json").stdout)
     assert "Otto Hahn" in {m["name"] for m in brief["members"]} and brief["community"]["report"]
     assert {s["document_id"] for s in brief["sources"]} == {"meitner"}
 
-    unknown = cli.invoke(app, ["graph", "show", "Curie", *where])
+    unknown = cli("graph", "show", "Curie", *where)
     assert unknown.exit_code == 2 and "no entity named 'Curie'" in unknown.stderr
     assert "did you mean" in unknown.stderr and "Marie Curie" in unknown.stderr and "Pierre Curie" in unknown.stderr
-    typo = cli.invoke(app, ["graph", "show", "Otto Hanh", *where])
+    typo = cli("graph", "show", "Otto Hanh", *where)
     assert typo.exit_code == 2 and "did you mean: Otto Hahn" in typo.stderr
-    nothing = cli.invoke(app, ["graph", "show", "xyzzy plugh", *where])
+    nothing = cli("graph", "show", "xyzzy plugh", *where)
     assert nothing.exit_code == 2 and "no entity named" in nothing.stderr and "did you mean" not in nothing.stderr
-    no_community = cli.invoke(app, ["graph", "show", "--community", "9999", *where])
+    no_community = cli("graph", "show", "--community", "9999", *where)
     assert no_community.exit_code == 2 and "no community #9999" in no_community.stderr
-    neither = cli.invoke(app, ["graph", "show", *where])
+    neither = cli("graph", "show", *where)
     assert neither.exit_code == 2 and "give an ENTITY" in neither.stderr

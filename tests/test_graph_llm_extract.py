@@ -5,12 +5,12 @@ on disk, across instances), its accounting, and SmolLM2-135M behind the real lla
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
-from tests.test_llm_local import LlamaServer
+from tests.llama_server import LlamaServer
 from waypost.graph.extract import SpacyExtractor
 from waypost.graph.llm_extract import PROMPT_VERSION, LLMExtractor, TriplesReply, to_extraction
 from waypost.graph.model import ChunkExtraction, ChunkInput, ExtractedEntity, ExtractProgress, entity_key
@@ -269,16 +269,9 @@ def test_workers_keep_the_order_of_the_chunks() -> None:
 # -- the real model ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LlamaServer]:
-    srv = LlamaServer()
-    srv.start()
-    yield srv
-    srv.stop()
-
-
-def test_smollm2_extracts_triples_or_falls_back(server: LlamaServer, tmp_path: Path) -> None:
-    llm = OpenAICompatibleLLM("smollm2", server.url, timeout=60, backoff=0.05)
+@pytest.mark.slow
+def test_smollm2_extracts_triples_or_falls_back(llama_server: LlamaServer, tmp_path: Path) -> None:
+    llm = OpenAICompatibleLLM("smollm2", llama_server.url, timeout=60, backoff=0.05)
     ext = LLMExtractor(llm, SpacyExtractor(), PriceTable(), max_tokens=128, cache_path=tmp_path / "x.sqlite")
     chunks = [
         ChunkInput("Bread rises because yeast ferments the sugar in dough into carbon dioxide gas.", "Bread"),

@@ -6,13 +6,13 @@ the real llama.cpp server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import Cli
+from tests.llama_server import LlamaServer
 from tests.test_graph_strategies import DOCS
-from tests.test_llm_local import LlamaServer
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
@@ -141,16 +141,9 @@ def test_llm_reports_need_an_llm(tmp_path: Path, minilm: Embedder) -> None:
         engine.close()
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LlamaServer]:
-    srv = LlamaServer()
-    srv.start()
-    yield srv
-    srv.stop()
-
-
-def test_smollm2_writes_community_reports(server: LlamaServer, tmp_path: Path, minilm: Embedder) -> None:
-    llm = OpenAICompatibleLLM("smollm2", server.url, timeout=60, backoff=0.05)
+@pytest.mark.slow
+def test_smollm2_writes_community_reports(llama_server: LlamaServer, tmp_path: Path, minilm: Embedder) -> None:
+    llm = OpenAICompatibleLLM("smollm2", llama_server.url, timeout=60, backoff=0.05)
     engine = make_engine(tmp_path / "s", minilm, "llm", llm)
     try:
         add_docs(engine)
@@ -171,29 +164,24 @@ def test_smollm2_writes_community_reports(server: LlamaServer, tmp_path: Path, m
         engine.close()
 
 
+@pytest.mark.slow
 def test_cli_builds_llm_reports_and_keeps_them(
-    server: LlamaServer, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+    llama_server: LlamaServer, tmp_path: Path, minilm: Embedder, cli: Cli
 ) -> None:
-    from typer.testing import CliRunner
-
-    from waypost.cli import app
-
-    monkeypatch.setattr("waypost.engine.make_embedder", lambda *_args, **_kw: minilm)
     engine = make_engine(tmp_path / "s", minilm, "extractive", None)
     add_docs(engine)
     engine.close()
-    cli = CliRunner()
     where = ("--store", str(tmp_path / "s"), "-c", "c")
-    llm = f"openai:smollm2@{server.url}"
-    build = cli.invoke(app, ["graph", "build", *where, "--reports", "llm", "--llm", llm, "--json"])
+    llm = f"openai:smollm2@{llama_server.url}"
+    build = cli("graph", "build", *where, "--reports", "llm", "--llm", llm, "--json")
     assert build.exit_code == 0, build.stderr
     data = json.loads(build.stdout)
     assert data["reporter"] == "llm:openai:smollm2" and data["built_at"] == data["updated_at"]
-    again = cli.invoke(app, ["graph", "build", *where])  # the stored reports need the LLM to be extended
+    again = cli("graph", "build", *where)  # the stored reports need the LLM to be extended
     assert again.exit_code == 2 and "reports were written by an LLM: pass --llm" in again.stderr
-    shown = cli.invoke(app, ["graph", "show", *where, "--community", "0", "--json"])  # read as stored
+    shown = cli("graph", "show", *where, "--community", "0", "--json")  # read as stored
     assert shown.exit_code == 0, shown.stderr
-    offline = cli.invoke(app, ["graph", "build", *where, "--reports", "extractive", "--json"])
+    offline = cli("graph", "build", *where, "--reports", "extractive", "--json")
     assert offline.exit_code == 0, offline.stderr
     rebuilt = json.loads(offline.stdout)
     assert rebuilt["reporter"] == "extractive" and rebuilt["built_at"] > data["built_at"]

@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.test_live_indexes import QueryMemo, assert_same, make_doc
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
@@ -84,6 +86,7 @@ def check(store: Path, minilm: Embedder, round_: int) -> str:
     return loaded
 
 
+@pytest.mark.slow
 def test_kill_9_during_index_saves_and_merges(tmp_path: Path, minilm: Embedder) -> None:
     store = tmp_path / "store"
     index_dir = store / "indexes" / "c"

@@ -4,17 +4,13 @@ and the same GGUF loaded in-process. Both come from `make test` (the `llm` extra
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from tests.cli_runner import Cli
+from tests.llama_server import LlamaServer, Relay
 from waypost.engine import Engine
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams
@@ -23,77 +19,26 @@ from waypost.llm.openai_compat import OpenAICompatibleLLM
 from waypost.llm.structured import complete_structured
 from waypost.types import Document
 
+pytestmark = pytest.mark.slow  # the real SmolLM2, behind the shared server and in-process
+
 SAMPLES = Path(__file__).resolve().parents[1] / "src" / "waypost" / "samples"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class LlamaServer:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(bundled_smollm2()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            "4096",
-            "--model_alias",
-            "smollm2",
-        ]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/models", timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("llama-cpp server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LlamaServer]:
-    srv = LlamaServer()
-    srv.start()
-    yield srv
-    srv.stop()
-
-
-def client(server: LlamaServer, **kw: object) -> OpenAICompatibleLLM:
+def client(server: LlamaServer | Relay, **kw: object) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM("smollm2", server.url, timeout=60, backoff=0.05, **kw)  # type: ignore[arg-type]
 
 
 ASK = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 
 
-def test_completion_from_the_real_server(server: LlamaServer) -> None:
-    out = client(server).complete(ASK, GenerationParams(max_tokens=16))
+def test_completion_from_the_real_server(llama_server: LlamaServer) -> None:
+    out = client(llama_server).complete(ASK, GenerationParams(max_tokens=16))
     assert "paris" in out.text.lower()
     assert out.prompt_tokens > 10 and 0 < out.completion_tokens <= 16
 
 
-def test_streaming_from_the_real_server(server: LlamaServer) -> None:
-    result = client(server).stream(ASK, GenerationParams(max_tokens=16))
+def test_streaming_from_the_real_server(llama_server: LlamaServer) -> None:
+    result = client(llama_server).stream(ASK, GenerationParams(max_tokens=16))
     tokens = list(result.tokens)
     assert len(tokens) >= 2, tokens
     assert "".join(tokens) == result.completion.text and "paris" in result.completion.text.lower()
@@ -103,17 +48,16 @@ class Capital(BaseModel):
     capital: str
 
 
-def test_structured_json_from_the_real_server(server: LlamaServer) -> None:
+def test_structured_json_from_the_real_server(llama_server: LlamaServer) -> None:
     meta = QueryMetadata("x")
     messages = [{"role": "user", "content": 'Reply with only this JSON object and nothing else: {"capital": "Paris"}'}]
-    result = complete_structured(client(server), messages, Capital, meta, PriceTable())  # type: ignore[arg-type]
+    result = complete_structured(client(llama_server), messages, Capital, meta, PriceTable())  # type: ignore[arg-type]
     assert result.ok and result.value == Capital(capital="Paris")
     assert meta.llm_calls == result.attempts and meta.prompt_tokens > 0 and not meta.fallbacks
 
 
-def test_every_llm_step_falls_back_when_the_server_stops_mid_run(engine: Engine) -> None:
-    srv = LlamaServer()
-    srv.start()
+def test_every_llm_step_falls_back_when_the_server_stops_mid_run(engine: Engine, llama_server: LlamaServer) -> None:
+    srv = Relay(llama_server.port)  # stopping it cuts this engine off as a dead server would; the server lives on
     engine.use_llm(client(srv, retries=1))
     engine.config.llm_filters = True
     coll = engine.collection("kb", create=True)
@@ -147,30 +91,13 @@ def test_every_llm_step_falls_back_when_the_server_stops_mid_run(engine: Engine)
     assert "topic = 'physics'" in (after.explanation.filters or "")
 
 
-def test_waypost_ask_with_the_local_gguf_cites_real_spans(tmp_path: Path) -> None:
+def test_waypost_ask_with_the_local_gguf_cites_real_spans(tmp_path: Path, cli: Cli) -> None:
     store = tmp_path / "store"
-    run = [sys.executable, "-m", "waypost.cli"]
-    assert (
-        subprocess.run([*run, "add", str(SAMPLES), "--store", str(store), "--json"], capture_output=True).returncode
-        == 0
-    )
+    assert cli("add", str(SAMPLES), "--store", str(store), "--json").exit_code == 0
     for llm in ("smollm2", "none"):
-        out = subprocess.run(
-            [
-                *run,
-                "ask",
-                "Which fusion methods does hybrid retrieval offer?",
-                "--store",
-                str(store),
-                "--llm",
-                llm,
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert out.returncode == 0, out.stderr
+        question = "Which fusion methods does hybrid retrieval offer?"
+        out = cli("ask", question, "--store", str(store), "--llm", llm, "--json")
+        assert out.exit_code == 0, out.stderr
         answer = json.loads(out.stdout)
         assert answer["mode"] == ("llm" if llm == "smollm2" else "extractive") and answer["answer"]
         engine = Engine(store)

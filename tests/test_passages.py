@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import Cli
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
@@ -154,21 +153,20 @@ def test_bad_passage_settings_are_refused(store: Engine) -> None:
         store.collection("c").retrieve("pump", passages=PassageConfig(keep=2))
 
 
-def test_cli_passages(tmp_path: Path, minilm: Embedder) -> None:
+def test_cli_passages(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
     path = tmp_path / "cli"
     engine = Engine(path, EngineConfig(chunk_tokens=20, background_index_work=False))
     engine.register_embedder(minilm)
     engine.collection("c", create=True).add([Document("manual", MANUAL, "Pump manual"), *NOTES])
     engine.close()
-    base = [sys.executable, "-m", "waypost.cli", "query", "grease the motor bearings", "--store", str(path), "-c", "c"]
-    ok = subprocess.run([*base, "--passages", "grow", "--passage-tokens", "80", "--json"], capture_output=True,
-                        text=True, timeout=300, cwd=ROOT)  # fmt: skip
-    assert ok.returncode == 0, ok.stderr
+    base = ["query", "grease the motor bearings", "--store", str(path), "-c", "c"]
+    ok = cli(*base, "--passages", "grow", "--passage-tokens", "80", "--json")
+    assert ok.exit_code == 0, ok.stderr
     top = json.loads(ok.stdout)["hits"][0]
     assert top["passage"]["policy"] == "grow" and top["section"] == ["Maintaining the pump"]
     assert "Grease the motor bearings" in top["text"]
-    bad = subprocess.run([*base, "--passages", "paragraphs"], capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert bad.returncode == 2 and "--passages must be one of" in bad.stderr
+    bad = cli(*base, "--passages", "paragraphs")
+    assert bad.exit_code == 2 and "--passages must be one of" in bad.stderr
 
 
 def test_a_repeated_heading_is_two_sections_and_no_chunk_comes_twice(tmp_path: Path, minilm: Embedder) -> None:

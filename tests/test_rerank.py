@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import Cli
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
@@ -210,37 +209,31 @@ def test_passage_strategies_are_registered_and_compose_a_base(shop: Engine) -> N
         coll.retrieve("kettle", "auto-merge", params={"base": "auto-merge"})
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "waypost.cli", *args], capture_output=True, text=True, cwd=ROOT, check=False
-    )
-
-
-def test_cli_rerank_feedback_and_training(tmp_path: Path) -> None:
+def test_cli_rerank_feedback_and_training(tmp_path: Path, cli: Cli) -> None:
     store = tmp_path / "s"
     docs = tmp_path / "docs"
     docs.mkdir()
     for name in PRODUCTS:
         (docs / f"{name}.md").write_text(product_sheet(name))
-    assert _cli("add", str(docs), "--store", str(store)).returncode == 0
-    shown = _cli("query", "clean the kettle", "--store", str(store), "--rerank", "default", "--explain")
-    assert shown.returncode == 0, shown.stderr
+    assert cli("add", str(docs), "--store", str(store)).exit_code == 0
+    shown = cli("query", "clean the kettle", "--store", str(store), "--rerank", "default", "--explain")
+    assert shown.exit_code == 0, shown.stderr
     assert "features: retriever=" in shown.stdout and "rerank: features:balanced" in shown.stdout
-    hits = json.loads(_cli("query", "tell me about the kettle", "--store", str(store), "--json", "-k", "6").stdout)
+    hits = json.loads(cli("query", "tell me about the kettle", "--store", str(store), "--json", "-k", "6").stdout)
     for hit in hits["hits"]:
         flag = [] if hit["chunk_id"].endswith("#0") else ["--rejected"]
-        done = _cli("feedback", "tell me about the kettle", hit["chunk_id"], "--store", str(store), *flag)
-        assert done.returncode == 0, done.stderr
-    trained = _cli("rerank", "train", "--feedback", "--name", "mine", "--store", str(store), "--json")
-    assert trained.returncode == 0, trained.stderr
+        done = cli("feedback", "tell me about the kettle", hit["chunk_id"], "--store", str(store), *flag)
+        assert done.exit_code == 0, done.stderr
+    trained = cli("rerank", "train", "--feedback", "--name", "mine", "--store", str(store), "--json")
+    assert trained.exit_code == 0, trained.stderr
     saved = json.loads(trained.stdout.strip().splitlines()[-1])
     assert Path(saved["path"]) == store / "rerankers" / "mine.json" and saved["trained"]["queries"] == 1
-    used = _cli("query", "kettle", "--store", str(store), "--rerank", "mine", "--json")
-    assert used.returncode == 0 and json.loads(used.stdout)["hits"][0]["features"] is not None
-    missing = _cli("query", "kettle", "--store", str(store), "--rerank", "nope")
-    assert missing.returncode != 0 and "no rerank profile 'nope'" in missing.stderr
-    nothing = _cli("rerank", "train", "--name", "x", "--store", str(store))
-    assert nothing.returncode != 0 and "DATASET, --feedback, or both" in nothing.stderr
+    used = cli("query", "kettle", "--store", str(store), "--rerank", "mine", "--json")
+    assert used.exit_code == 0 and json.loads(used.stdout)["hits"][0]["features"] is not None
+    missing = cli("query", "kettle", "--store", str(store), "--rerank", "nope")
+    assert missing.exit_code != 0 and "no rerank profile 'nope'" in missing.stderr
+    nothing = cli("rerank", "train", "--name", "x", "--store", str(store))
+    assert nothing.exit_code != 0 and "DATASET, --feedback, or both" in nothing.stderr
 
 
 def _hit(document_id: str, index: int) -> Hit:
@@ -285,8 +278,8 @@ def test_a_malformed_profile_is_refused_with_its_path(tmp_path: Path, content: s
         load_profile(str(path), [])
 
 
-def test_rerank_train_refuses_a_bad_name_before_training(tmp_path: Path) -> None:
-    cli = [sys.executable, "-m", "waypost.cli", "rerank", "train", str(tmp_path / "no-such-dataset")]
+def test_rerank_train_refuses_a_bad_name_before_training(tmp_path: Path, cli: Cli) -> None:
+    train = ["rerank", "train", str(tmp_path / "no-such-dataset")]
     for name, message in (("default", "hand-set profile"), ("a/b", "letters, digits"), ("x.json", "without .json")):
-        done = subprocess.run([*cli, "--name", name], capture_output=True, text=True, timeout=120, cwd=ROOT)
-        assert done.returncode == 2 and message in done.stderr, done.stderr
+        done = cli(*train, "--name", name)
+        assert done.exit_code == 2 and message in done.stderr, done.stderr

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_llm_local import LlamaServer, free_port
+from tests.llama_server import LlamaServer, free_port
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
@@ -249,21 +249,16 @@ def test_pointwise_merges_accounting_and_falls_back_on_unreadable_replies(hits: 
 # -- SmolLM2 behind the real llama.cpp server ----------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LlamaServer]:
-    srv = LlamaServer()
-    srv.start()
-    yield srv
-    srv.stop()
-
-
 def client(url: str, **kw: Any) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM("smollm2", url, timeout=60, backoff=0.05, **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["pointwise", "listwise"])
-def test_llm_reranker_with_smollm2(mode: str, hits: RetrievalResult, server: LlamaServer, tmp_path: Path) -> None:
-    llm = CachedLLM(client(server.url), tmp_path / "llm-cache.sqlite")
+def test_llm_reranker_with_smollm2(
+    mode: str, hits: RetrievalResult, llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    llm = CachedLLM(client(llama_server.url), tmp_path / "llm-cache.sqlite")
     fallback = Reverse()
     reranker = LLMReranker(llm, fallback, mode, depth=4)
     out = reranker.rerank(QUERY, hits)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import Cli
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
@@ -739,6 +740,7 @@ def kill_during(store: Path, mode: str, delay: float) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 def test_kill_9_leaves_a_sound_tree(built: Path, tmp_path: Path, minilm: Embedder) -> None:
     """One writer rebuilds the tree over and over, another adds, deletes and updates the tree incrementally;
     each is killed -9 at a random moment (both at once, on copies of the store, to save time)."""
@@ -888,20 +890,7 @@ def test_bad_params_are_refused(shared: Engine, strategy: str, params: dict[str,
 
 
 # -- 7. CLI ---------------------------------------------------------------------------------------------------
-def waypost(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "waypost.cli", *args], capture_output=True, text=True, timeout=300, env=env
-    )
-
-
-def waypost_all(*commands: tuple[str, ...]) -> list[subprocess.CompletedProcess[str]]:
-    """Independent commands side by side (each loads the model: this halves the wait on two cores)."""
-    with ThreadPoolExecutor(len(commands)) as pool:
-        return list(pool.map(lambda args: waypost(*args), commands))
-
-
-def test_cli(tmp_path: Path, minilm: Embedder) -> None:
+def test_cli(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
     path = tmp_path / "cli"
     with open_engine(path, minilm) as engine:
         coll = engine.collection("c", create=True)
@@ -909,8 +898,8 @@ def test_cli(tmp_path: Path, minilm: Embedder) -> None:
         generation = engine.store.generation("c")
         assert not coll.tree().exists()
     where = ("--store", str(path), "-c", "c")
-    listing, build = waypost_all(("strategies",), ("tree", "build", *where))
-    assert listing.returncode == 0, listing.stderr
+    listing, build = cli("strategies"), cli("tree", "build", *where)
+    assert listing.exit_code == 0, listing.stderr
     described = {line.split("  ", 1)[0]: line for line in listing.stdout.splitlines() if "  " in line}
     for strategy, fragments in {
         "raptor-collapsed": ["budget: int = 2000", "max_layer: int = None", "candidates: int = 400"],
@@ -919,31 +908,27 @@ def test_cli(tmp_path: Path, minilm: Embedder) -> None:
         "hybrid": ["(no parameters)"],
     }.items():
         assert all(f in described.get(strategy, "") for f in fragments), listing.stdout
-    assert build.returncode == 0, build.stderr
+    assert build.exit_code == 0, build.stderr
     assert "built True" in build.stdout and f"generation {generation}" in build.stdout, build.stdout
     assert "problems []" in build.stdout and "layers {1:" in build.stdout, build.stdout
-    status, show, query = waypost_all(
-        ("tree", "status", *where, "--json"),
-        ("tree", "show", *where, "--depth", "4"),
-        ("query", "quarterly revenue and payroll", *where, "--strategy", "raptor-collapsed", "--param", "budget=100",
-         "-k", "50", "--json"),
-    )  # fmt: skip
-    assert status.returncode == 0, status.stderr
+    status = cli("tree", "status", *where, "--json")
+    show = cli("tree", "show", *where, "--depth", "4")
+    query = cli("query", "quarterly revenue and payroll", *where, "--strategy", "raptor-collapsed",
+                "--param", "budget=100", "-k", "50", "--json")  # fmt: skip
+    assert status.exit_code == 0, status.stderr
     data = json.loads(status.stdout)
     assert data["built"] and data["generation"] == data["store_generation"] == generation
     assert data["problems"] == [] and data["documents"] == 6 and data["nodes"] == sum(data["layers"].values())
-    assert show.returncode == 0, show.stderr
+    assert show.exit_code == 0, show.stderr
     for doc in ("meeting-budget", "meeting-release", "cooking-0"):
         assert re.search(rf"#\d+ L\d+ document {doc} \(\d+ chunks\): \S", show.stdout), show.stdout
     assert re.search(r"#\d+ L1 run meeting-budget \(3 chunks\)", show.stdout), show.stdout
-    assert query.returncode == 0, query.stderr
+    assert query.exit_code == 0, query.stderr
     hits = json.loads(query.stdout)["hits"]
     assert hits and hits[0]["document_id"] == "meeting-budget" and hits[0]["strategy"] == "raptor-collapsed"
     tokens = [count_tokens(h["text"]) for h in hits]
     assert sum(tokens[:-1]) < 100 and "of 100 budget tokens" in " ".join(json.loads(query.stdout)["explain"]["notes"])
-    lite, wrong = waypost_all(
-        ("tree", "rebuild", *where, "--shape", "lite"), ("tree", "build", *where, "--shape", "flat")
-    )
-    assert lite.returncode == 0, lite.stderr
+    lite, wrong = cli("tree", "rebuild", *where, "--shape", "lite"), cli("tree", "build", *where, "--shape", "flat")
+    assert lite.exit_code == 0, lite.stderr
     assert "shape lite" in lite.stdout and re.search(r"layers \{1: \d+\}\n", lite.stdout), lite.stdout
-    assert wrong.returncode == 2 and "must be full or lite" in wrong.stderr, wrong.stderr
+    assert wrong.exit_code == 2 and "must be full or lite" in wrong.stderr, wrong.stderr

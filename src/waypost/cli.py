@@ -11,15 +11,12 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-# One BLAS thread: on few cores it otherwise fights torch's threads (set before numpy loads).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
 import typer
 from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from waypost.embeddings.sentence_transformer import limit_blas_threads
 from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter, parse_filter, parse_filter_json
@@ -1174,7 +1171,16 @@ def graph_show(
         _print_entity(view, limit)
 
 
+def _thread_settings() -> None:
+    """One BLAS thread: on few cores it otherwise fights torch's threads. The variables reach the libraries loaded
+    from now on; threadpoolctl limits those already loaded (importing waypost loads numpy)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    limit_blas_threads()
+
+
 def main() -> None:
+    _thread_settings()
     try:
         app()
     except WaypostError as exc:
