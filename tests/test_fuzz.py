@@ -6,6 +6,7 @@ deadline fails the test. Runs are derandomized and use no example database, so C
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -170,3 +171,12 @@ def test_repeated_heading_starts_a_new_chunk() -> None:
     chunks = Chunker(16).chunk("doc", text)
     assert [c.text for c in chunks] == ["the.", "0{ the. 0", "0{ the."]
     assert all(count_tokens(c.text) == c.token_count <= 16 for c in chunks)
+
+
+def test_deeply_nested_html_loads_in_linear_time(tmp_path: Path) -> None:
+    """20,000 nested divs took 18 s of CPU (a break string inserted after each block walks its subtree)."""
+    (tmp_path / "deep.html").write_text("<div>" * 20_000 + "hello <p>world</p>" + "</div>" * 20_000)
+    start = time.process_time()
+    [doc] = load_path(tmp_path / "deep.html", tmp_path)
+    assert doc.text == "hello world"
+    assert time.process_time() - start < 5.0
