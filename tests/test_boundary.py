@@ -89,9 +89,9 @@ def test_other_public_calls_check_their_arguments(coll: Collection, engine: Engi
 
 @pytest.mark.parametrize("name", ["", "../outside", "/tmp/x", "a/b", ".hidden", "..", "x" * 200, "tab\there", 7])
 def test_collection_names_never_become_paths(engine: Engine, tmp_path: Path, name: object) -> None:
-    with pytest.raises(InvalidInputError, match="a collection name is"):
+    with pytest.raises(InvalidInputError, match="a collection name"):
         engine.collection(name, create=True)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="a collection name is"):
+    with pytest.raises(WaypostError):  # a path-like name is refused; another one is no stored collection
         engine.drop(name)  # type: ignore[arg-type]
 
 
@@ -257,3 +257,43 @@ def test_a_file_name_that_is_not_utf8_loads_with_a_clean_id(tmp_path: Path) -> N
     assert [d.id for d in docs] == ["notes-\ufffd.txt"]
     assert docs[0].title == "notes-\ufffd" and "\ufffd" in docs[0].source
     json.dumps(docs[0].__dict__, ensure_ascii=False).encode("utf-8")  # storable as UTF-8
+
+
+def test_numpy_non_finite_metadata_refuses_that_document_only(engine: Engine) -> None:
+    import numpy as np
+
+    c = engine.collection("numpy", create=True)
+    report = c.add(
+        [
+            Document("n1", "Not a number here.", metadata={"x": np.float64("nan")}),
+            Document("n2", "Infinite here.", metadata={"x": np.float32("-inf")}),
+            Document("ok", "A finite value.", metadata={"x": np.float64(1.5), "n": np.int64(3)}),
+        ]
+    )
+    assert _ids(c) == {"ok"}
+    assert c.get("ok").metadata == {"x": 1.5, "n": 3}  # type: ignore[union-attr]
+    messages = " ".join(f"{f.source} {f.error}" for f in report.failures)
+    assert "'n1'" in messages and "NaN" in messages and "'n2'" in messages and "-Infinity" in messages
+
+
+def test_a_stored_collection_with_an_older_looser_name_stays_reachable(engine: Engine) -> None:
+    engine.store.create_collection("notes:2024", "all-MiniLM-L6-v2", 384)  # as stores made before the rule allow
+    assert engine.collection("notes:2024").name == "notes:2024"
+    engine.drop("notes:2024")
+    with pytest.raises(InvalidInputError):
+        engine.collection("notes:2025", create=True)  # a new name follows the strict rule
+    for path_like in ("../x", "a/b", ".hidden"):
+        with pytest.raises(InvalidInputError):
+            engine.collection(path_like)
+
+
+def test_filter_clauses_refuse_a_bare_string() -> None:
+    with pytest.raises(FilterError, match="single string"):
+        parse_filter("x>=5")  # type: ignore[arg-type]
+
+
+def test_a_csv_row_with_missing_cells_names_its_real_count(tmp_path: Path) -> None:
+    path = tmp_path / "b.csv"
+    path.write_text('id,text,year\n1,"unterminated,2020\n2,fine,2021\n', encoding="utf-8")
+    failures = [item for item in load_path(path, tmp_path) if isinstance(item, LoadFailure)]
+    assert failures and "row has 2 cells, the header has 3" in failures[0].error

@@ -209,12 +209,13 @@ class Engine:
         """``language`` (ISO 639-1, e.g. "th") sets the whole collection's language instead of detecting it
         per document; "" goes back to detection. A name is letters, digits, ``_ . -`` and spaces (it names a
         folder of the store)."""
-        name = collection_name(name)
+        name = collection_name(name, new=False)
         try:
             info: CollectionInfo | None = self.store.collection(name)
         except CollectionNotFoundError:
             if not create:
                 raise
+            collection_name(name)  # a new name follows the strict rule
             info = None
         model = self._model_for(info)
         if info is None:
@@ -231,7 +232,7 @@ class Engine:
         return purge(self, vacuum=vacuum)
 
     def drop(self, name: str) -> None:
-        name = collection_name(name)  # never a path: the index folder of this name is removed
+        name = collection_name(name, new=False)  # never a path: the index folder of this name is removed
         self.store.drop_collection(name)
         self.indexes.forget(name)
         self.trees.forget(name)

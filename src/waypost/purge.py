@@ -49,13 +49,31 @@ class PurgeReport:
         return asdict(self)
 
 
-def _cache_paths(engine: Engine) -> tuple[Path, Path]:
-    """The engine's LLM cache and embedding cache files (as ``Engine.llm`` and ``Engine.embedder`` open them)."""
+def _cache_paths(engine: Engine) -> tuple[Path | None, Path | None]:
+    """The engine's LLM cache and embedding cache files (as ``Engine.llm`` and ``Engine.embedder`` open them),
+    each ``None`` when it does not exist or lies outside the store directory: a cache shared by several stores
+    (``EngineConfig(llm_cache=..., embed_cache=...)``, as the evaluation runner does) holds entries of the other
+    stores, which a sweep against this store's live text would wipe, and row ids are per store."""
     config = engine.config
+    store_dir = engine.path.resolve()
+
+    def owned(path: Path) -> Path | None:
+        return path if path.exists() and path.resolve().is_relative_to(store_dir) else None
+
     return (
-        config.llm_cache or engine.path / "llm-cache.sqlite",
-        config.embed_cache or engine.path / "embedding-cache.sqlite",
+        owned(config.llm_cache or engine.path / "llm-cache.sqlite"),
+        owned(config.embed_cache or engine.path / "embedding-cache.sqlite"),
     )
+
+
+def _shared_caches(engine: Engine) -> list[str]:
+    config = engine.config
+    store_dir = engine.path.resolve()
+    return [
+        f"the {what} cache {path} is outside the store directory (shared with other stores): not swept"
+        for what, path in (("LLM", config.llm_cache), ("embedding", config.embed_cache))
+        if path is not None and path.exists() and not path.resolve().is_relative_to(store_dir)
+    ]
 
 
 class DeletedChunks:
@@ -73,10 +91,10 @@ class DeletedChunks:
         llm_path, embed_path = _cache_paths(self.engine)
         live = self.engine.store.live_texts(text for _row, text, _index in self.chunks)
         dead = [(row, text, index) for row, text, index in self.chunks if text not in live]
-        if llm_path.exists():
+        if llm_path is not None:
             sources = [row_source(row) for row, _t, _i in self.chunks] + [text_source(t) for _r, t, _i in dead]
             report.llm_cache_entries = forget_sources(llm_path, sources)
-        if embed_path.exists():
+        if embed_path is not None:
             report.embedding_cache_entries = forget_texts(embed_path, (index for _r, _t, index in dead))
         return report
 
@@ -117,12 +135,13 @@ def _sweep_caches(engine: Engine, report: PurgeReport) -> None:
             live_texts.add(text_source(text))
             yield index
 
-    if embed_path.exists():
+    report.skipped.extend(_shared_caches(engine))
+    if embed_path is not None:
         report.embedding_cache_entries += keep_only_texts(embed_path, index_texts())
-    elif llm_path.exists():
+    elif llm_path is not None:
         for _text in index_texts():
             pass
-    if not llm_path.exists():
+    if llm_path is None:
         return
     sources = cached_sources(llm_path)
     rows = {int(s.removeprefix("row:")) for s in sources if s.startswith("row:")}

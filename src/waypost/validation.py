@@ -8,6 +8,7 @@ character, not the document."""
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -18,9 +19,13 @@ from waypost.errors import InvalidDocumentError, InvalidInputError
 from waypost.types import Document
 
 MAX_METADATA_DEPTH = 32  # nesting of lists and objects inside one metadata value
-_JSON_SPELLING = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COLLECTION_NAME = re.compile(r"\w[\w.\- ]{0,127}")
+
+
+def _json_spelling(value: float) -> str:
+    """How JSON spells a non-finite number (``repr`` of a numpy float is ``np.float64(nan)``)."""
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def clean_text(text: str) -> str:
@@ -53,10 +58,15 @@ def one_id(value: object, what: str = "document id") -> str:
     return clean_text(value)
 
 
-def collection_name(name: object) -> str:
-    """Collection names become directory names: letters, digits, ``_ . -`` and spaces, up to 128, not
-    starting with a dot or a space (so never ``..``, an absolute path or a hidden folder)."""
-    if not isinstance(name, str) or not _COLLECTION_NAME.fullmatch(name) or name != name.rstrip():
+def collection_name(name: object, new: bool = True) -> str:
+    """Collection names become directory names. A ``new`` one is letters, digits, ``_ . -`` and spaces, up to
+    128, not starting with a dot or a space. An existing one (stores made before this rule accepted more, such
+    as ``notes:2024``) stays reachable unless it could be read as a path (``/``, ``\\``, a leading dot, NUL)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"a collection name must be a non-empty string, got {name!r}")
+    if any(c in name for c in "/\\\0") or name.startswith("."):
+        raise InvalidInputError(f"a collection name cannot be a path (no '/', '\\', NUL or leading '.'), got {name!r}")
+    if new and (not _COLLECTION_NAME.fullmatch(name) or name != name.rstrip()):
         raise InvalidInputError(
             f"a collection name is 1 to 128 letters, digits, '_', '.', '-' or spaces, starting with a letter, "
             f"digit or '_' (and not ending in a space), got {name!r}"
@@ -108,10 +118,13 @@ def _metadata_value(value: Any, doc_id: str, path: str) -> Any:
             )
         if isinstance(item, str):
             out: Any = clean_text(item)
-        elif isinstance(item, float):
+        elif isinstance(item, numbers.Integral) and not isinstance(item, (bool, int)):
+            out = int(item)  # a numpy integer, stored as the number it is
+        elif isinstance(item, numbers.Real) and not isinstance(item, (bool, int)):
+            item = float(item)  # float, or a numpy float: stored as a float
             if not math.isfinite(item):
                 raise InvalidDocumentError(
-                    f"document {doc_id!r}: metadata field {where!r} is {_JSON_SPELLING[repr(item)]}; "
+                    f"document {doc_id!r}: metadata field {where!r} is {_json_spelling(item)}; "
                     "only finite numbers can be stored"
                 )
             out = item
@@ -181,4 +194,4 @@ def check_document(doc: object) -> Document:
         language=clean_text(doc.language),
         metadata=check_metadata(doc.metadata, doc_id),
     )
-    return doc if cleaned == doc else cleaned
+    return cleaned  # not ``doc`` when equal: np.int64(3) == 3, yet only the int can be stored

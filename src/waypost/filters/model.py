@@ -154,6 +154,8 @@ def _scalar(raw: str) -> Any:
 
 def parse_filter(clauses: list[str]) -> Filter | None:
     """Parse CLI clauses such as ``year>=2015`` or ``country in India,Spain``; all are ANDed."""
+    if isinstance(clauses, str):  # iterating it would read one clause per character
+        raise FilterError(f"filter clauses must be a list, not the single string {clauses!r}; pass [{clauses!r}]")
     if len(clauses) > MAX_FILTER_CONDITIONS:
         raise FilterError(f"at most {MAX_FILTER_CONDITIONS} filter clauses, got {len(clauses)}")
     parsed: list[Filter] = []

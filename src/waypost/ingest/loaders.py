@@ -188,9 +188,8 @@ def load_csv(path: Path, doc_id: str, max_bytes: int) -> Iterator[Loaded]:
     raw_fields = set(TEXT_FIELDS + TITLE_FIELDS + ID_FIELDS)
     for lineno, row in enumerate(_csv_rows(reader), start=2):
         if None in row or any(v is None for v in row.values()):
-            yield LoadFailure(
-                f"{path}:{lineno}", f"row has {len(row) - (None in row)} cells, the header has {len(header)}"
-            )
+            cells = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+            yield LoadFailure(f"{path}:{lineno}", f"row has {cells} cells, the header has {len(header)}")
             continue
         clean = {k: v if k in raw_fields else _coerce(v) for k, v in row.items() if k}
         try:
