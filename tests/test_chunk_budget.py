@@ -189,3 +189,12 @@ def test_one_grapheme_cluster_over_the_budget_is_cut_at_code_points() -> None:
     assert "".join(c.text for c in chunks) == text
     assert max(c.token_count for c in chunks) <= 64
     assert all(count_tokens(c.text) <= 64 for c in chunks)
+
+
+def test_halving_stops_when_an_uncapped_title_crowds_the_window(minilm: Embedder) -> None:
+    """With a ``render`` that does not cap the title, halving stops once the chunk text alone fits."""
+    title = " ".join(f"titleword{i}" for i in range(300))
+    text = " ".join(f"Sentence {i} is about topic {i}." for i in range(80))[:2000]
+    chunks = Chunker(200, _window(minilm)).chunk("d", text, title)
+    _check_order(text, chunks)
+    assert len(chunks) <= 10  # before: 1,600 one-character chunks

@@ -179,7 +179,9 @@ class Chunker:
     longer than the budget, between grapheme clusters). With a ``window`` (the embedder's tokenizer), a
     chunk the model would truncate (its input, title and headings included, over the model's window) is
     cut in two, between sentences, else words, else grapheme clusters, until every part fits; ``render``
-    builds that input from title, section path and chunk text, as the ingest pipeline embeds it.
+    builds that input from title, section path and chunk text, as the ingest pipeline embeds it (halving
+    stops where the title and headings alone crowd the window). No chunk holds more than ``max_tokens *
+    CHARS_PER_TOKEN`` characters (whitespace counts no tokens): long whitespace runs separate chunks.
     """
 
     def __init__(
