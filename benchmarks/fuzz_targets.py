@@ -22,7 +22,7 @@ from waypost.engine import Collection, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import And, Condition, Filter, from_obj, parse_filter, parse_filter_json
-from waypost.ingest.chunker import Chunker, count_tokens, split_sections
+from waypost.ingest.chunker import CHARS_PER_TOKEN, Chunker, count_tokens, split_sections
 from waypost.ingest.loaders import LoadFailure, load_path
 from waypost.post.passages import PassageConfig
 from waypost.types import Document
@@ -440,12 +440,27 @@ def query_target(collection: Collection, strategies: tuple[str, ...], name: str,
 
 
 # -- chunker --------------------------------------------------------------------------------------
-chunker_input = st.tuples(document_text, st.one_of(st.integers(16, 300), st.sampled_from([16, 17, 64, 200, 0, 15, -1])))
+# shapes past the ordinary: whitespace runs (no tokens, many characters), one letter with thousands of
+# combining marks (one grapheme cluster over the budget), long titles
+whitespace_run = st.builds(
+    lambda ws, n: ws * n, st.sampled_from([" ", "\n", "\t", " \n", "\u3000"]), st.integers(1, 5000)
+)
+combining_run = st.builds(
+    lambda base, mark, n: base + mark * n,
+    st.sampled_from(["e", "a", "日", "", "1"]),
+    st.sampled_from(["\u0301", "\u0308\u0323", "\u200d", "\ufe0f"]),
+    st.integers(1, 3000),
+)
+chunker_text = st.lists(st.one_of(text_piece, whitespace_run, combining_run), max_size=30).map(" ".join) | document_text
+chunker_title = st.text(max_size=50) | st.integers(0, 400).map(lambda n: " ".join(["title"] * n))
+chunker_input = st.tuples(
+    chunker_text, st.one_of(st.integers(16, 300), st.sampled_from([16, 17, 64, 200, 0, 15, -1])), chunker_title
+)
 
 
-def feed_chunker(value: tuple[str, int]) -> None:
-    text, budget = value
-    chunks = Chunker(budget).chunk("doc", text)
+def feed_chunker(value: tuple[str, int, str]) -> None:
+    text, budget, title = value
+    chunks = Chunker(budget).chunk("doc", text, title)
     covered = bytearray(len(text))
     previous_end = 0
     for i, chunk in enumerate(chunks):
@@ -455,6 +470,7 @@ def feed_chunker(value: tuple[str, int]) -> None:
         check(chunk.start >= previous_end, f"chunk {i} overlaps the one before")
         check(count_tokens(chunk.text) <= budget, f"chunk {i} holds {count_tokens(chunk.text)} tokens > {budget}")
         check(chunk.token_count <= budget, f"chunk {i} claims {chunk.token_count} tokens > {budget}")
+        check(len(chunk.text) <= budget * CHARS_PER_TOKEN, f"chunk {i} holds {len(chunk.text)} characters")
         previous_end = chunk.end
         covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
     for section in split_sections(text):  # all body text (headings become section paths) is in a chunk

@@ -5,12 +5,22 @@ from __future__ import annotations
 import random
 import string
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
-from waypost.ingest.chunker import WORD_CHARS, Chunker, TokenWindow, count_tokens, token_window
-from waypost.store.sqlite import index_text
+from waypost.graph.extract import SpacyExtractor
+from waypost.graph.model import ChunkInput
+from waypost.ingest.chunker import (
+    CHARS_PER_TOKEN,
+    WORD_CHARS,
+    Chunker,
+    TokenWindow,
+    count_tokens,
+    token_window,
+)
+from waypost.store.sqlite import MAX_CONTEXT_CHARS, index_text
 from waypost.types import Document
 
 
@@ -121,3 +131,70 @@ def test_a_graph_builds_over_a_megabyte_run(tmp_path: Path, minilm: Embedder) ->
     assert graph is not None
     assert max(len(t) for t in engine.store.snapshot(coll.name).chunk_texts) == 1000 * WORD_CHARS
     engine.close()
+
+
+def _check_order(text: str, chunks: list) -> None:  # type: ignore[type-arg]
+    _check_spans(text, chunks)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert all(a.end <= b.start for a, b in pairwise(chunks))
+
+
+def test_whitespace_runs_do_not_make_a_chunk_unbounded() -> None:
+    """1,100,000 spaces between two sentences made one chunk of 1,100,108 characters (whitespace counts no
+    tokens), and spaCy refused it; inside a sentence the same."""
+    gap = " " * 1_100_000
+    for text in (f"First sentence here. {gap}Second one.", f"words before{gap}words after", f"a\n\n{gap}\n\nb"):
+        chunks = Chunker(64).chunk("d", text)
+        _check_order(text, chunks)
+        assert max(len(c.text) for c in chunks) <= 64 * CHARS_PER_TOKEN
+        assert "".join(c.text for c in chunks).replace(" ", "") == text.replace(" ", "").replace("\n", "")
+
+
+def test_spacy_extractor_cuts_a_text_past_its_length_limit() -> None:
+    text = "Marie Curie worked in Paris. " + " " * 1_100_000 + "Paris is in France."
+    [found] = SpacyExtractor().extract([ChunkInput(text, "Curie")])  # before: spaCy's E088 aborted the build
+    assert any(e.name == "Marie Curie" for e in found.entities)
+
+
+def test_a_title_past_the_window_does_not_shatter_the_text(minilm: Embedder) -> None:
+    """A 300-word title is part of every chunk's input, so halving never got under the window: 2,000
+    characters of text became 1,600 one-character chunks."""
+    window = _window(minilm)
+    title = " ".join(f"titleword{i}" for i in range(300))
+    text = " ".join(f"Sentence {i} is about topic {i}." for i in range(80))[:2000]
+    chunks = Chunker(200, window, index_text).chunk("d", text, title)
+    _check_order(text, chunks)
+    assert len(chunks) <= 10 and min(len(c.text) for c in chunks) > 50
+    counts = window.count_input_tokens([index_text(title, c.section, c.text) for c in chunks])
+    assert max(counts) <= window.max_input_tokens  # what is counted is what is embedded, and it fits
+    headed = "# " + " ".join(f"heading{i}" for i in range(200)) + "\n" + text
+    chunks = Chunker(200, window, index_text).chunk("d", headed, title)
+    _check_order(headed, chunks)
+    assert len(chunks) <= 10
+    counts = window.count_input_tokens([index_text(title, c.section, c.text) for c in chunks])
+    assert max(counts) <= window.max_input_tokens
+
+
+def test_index_text_keeps_ordinary_titles_whole() -> None:
+    assert index_text("A title", ("Intro", "Part"), "body") == "A title\nIntro\nPart\nbody"
+    long = index_text("t" * 10_000, ("h" * 10_000,), "body")
+    assert long.endswith("\nbody") and len(long) <= MAX_CONTEXT_CHARS + len("\nbody")
+
+
+def test_one_grapheme_cluster_over_the_budget_is_cut_at_code_points() -> None:
+    """An "e" and 200,000 combining accents are one grapheme cluster: it made one chunk of 200,001 tokens."""
+    text = "e" + "\u0301" * 200_000
+    chunks = Chunker(64).chunk("d", text)
+    _check_order(text, chunks)
+    assert "".join(c.text for c in chunks) == text
+    assert max(c.token_count for c in chunks) <= 64
+    assert all(count_tokens(c.text) <= 64 for c in chunks)
+
+
+def test_halving_stops_when_an_uncapped_title_crowds_the_window(minilm: Embedder) -> None:
+    """With a ``render`` that does not cap the title, halving stops once the chunk text alone fits."""
+    title = " ".join(f"titleword{i}" for i in range(300))
+    text = " ".join(f"Sentence {i} is about topic {i}." for i in range(80))[:2000]
+    chunks = Chunker(200, _window(minilm)).chunk("d", text, title)
+    _check_order(text, chunks)
+    assert len(chunks) <= 10  # before: 1,600 one-character chunks

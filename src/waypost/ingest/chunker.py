@@ -21,6 +21,9 @@ _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
 # A run of letters and digits longer than this counts one token per this many characters (an ordinary
 # word is far shorter), so a run with no space in it (a hash, a sequence, a pasted blob) has a size.
 WORD_CHARS = 20
+# No chunk holds more than this many characters per token of its budget (whitespace counts no tokens, so
+# without this a span could hold any number of characters); twice WORD_CHARS, so ordinary text never meets it.
+CHARS_PER_TOKEN = 2 * WORD_CHARS
 _LONG_RUN = re.compile(rf"[^\W{_CJK}]{{{WORD_CHARS + 1},}}", re.UNICODE)
 _GRAPHEME = regex.compile(r"\X")
 _UNIT = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")  # what a too-long sentence may be cut between
@@ -176,7 +179,9 @@ class Chunker:
     longer than the budget, between grapheme clusters). With a ``window`` (the embedder's tokenizer), a
     chunk the model would truncate (its input, title and headings included, over the model's window) is
     cut in two, between sentences, else words, else grapheme clusters, until every part fits; ``render``
-    builds that input from title, section path and chunk text, as the ingest pipeline embeds it.
+    builds that input from title, section path and chunk text, as the ingest pipeline embeds it (halving
+    stops where the title and headings alone crowd the window). No chunk holds more than ``max_tokens *
+    CHARS_PER_TOKEN`` characters (whitespace counts no tokens): long whitespace runs separate chunks.
     """
 
     def __init__(
@@ -188,6 +193,7 @@ class Chunker:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 16:
             raise WaypostError(f"the chunk token budget must be a whole number of at least 16, got {max_tokens!r}")
         self.max_tokens = max_tokens
+        self.max_chars = max_tokens * CHARS_PER_TOKEN
         self.window = window
         self.render = render
 
@@ -240,11 +246,19 @@ class Chunker:
                 out.append(group)
                 continue
             halves = self._halve(text, group)
-            if halves is None:  # one grapheme cluster: only a title or headings past the window get here
-                out.append(group)
+            if halves is None or self._context_crowds(text, title, group, limit):
+                out.append(group)  # the model truncates it: the rest would be shattered to no avail
             else:
                 out.extend(self._fit_window(text, title, halves))
         return out
+
+    def _context_crowds(self, text: str, title: str, group: list[Piece], limit: int) -> bool:
+        """Whether the title and headings alone take over half the window while the chunk text alone fits:
+        halving further would not help (``render`` should cap them; see ``index_text``)."""
+        assert self.window is not None
+        chunk_text = text[group[0][1].start : group[-1][1].end]
+        context, alone = self.window.count_input_tokens([self.render(title, group[0][0], ""), chunk_text])
+        return 2 * context > limit and alone <= limit
 
     @staticmethod
     def _halve(text: str, group: list[Piece]) -> list[list[Piece]] | None:
@@ -265,6 +279,8 @@ class Chunker:
             )
         else:
             bounds = [m.end() for m in _GRAPHEME.finditer(text, span.start, span.end)]
+            if len(bounds) < 2:  # one grapheme cluster: between code points
+                bounds = list(range(span.start + 1, span.end + 1))
             if len(bounds) < 2:
                 return None
             middle = bounds[len(bounds) // 2 - 1]
@@ -275,7 +291,9 @@ class Chunker:
         ]
 
     def _split_long(self, text: str, span: Span) -> list[Span]:
-        if count_tokens(text[span.start : span.end]) <= self.max_tokens:
+        """A sentence over the token budget, or over ``max_chars`` (a long run of whitespace inside it), in
+        parts between words."""
+        if span.end - span.start <= self.max_chars and count_tokens(text[span.start : span.end]) <= self.max_tokens:
             return [span]
         words = [
             piece for w in _UNIT.finditer(text[span.start : span.end]) for piece in self._pieces(w, self.max_tokens)
@@ -284,7 +302,7 @@ class Chunker:
         group_start, tokens = words[0][0], 0
         last_end = words[0][1]
         for w_start, w_end, n in words:
-            if tokens and tokens + n > self.max_tokens:
+            if tokens and (tokens + n > self.max_tokens or w_end - group_start > self.max_chars):
                 parts.append(Span(span.start + group_start, span.start + last_end))
                 group_start, tokens = w_start, 0
             tokens += n
@@ -310,11 +328,15 @@ class Chunker:
         start, tokens, cursor = word.start(), 0, word.start()
         for cluster in _GRAPHEME.finditer(word.group(0)):
             size = count_tokens(cluster.group(0))
-            if tokens and tokens + size > budget:
-                out.append((start, cursor, tokens))
-                start, tokens = cursor, 0
-            tokens += size
-            cursor = word.start() + cluster.end()
+            # a cluster over the budget (a letter with thousands of combining marks) goes by code points
+            steps = [cluster.group(0)] if size <= budget else list(cluster.group(0))
+            for step in steps:
+                size = count_tokens(step) if len(steps) > 1 else size
+                if tokens and tokens + size > budget:
+                    out.append((start, cursor, tokens))
+                    start, tokens = cursor, 0
+                tokens += size
+                cursor += len(step)
         out.append((start, cursor, tokens))
         return out
 
@@ -325,7 +347,9 @@ class Chunker:
         current: list[tuple[tuple[str, ...], Span, int]] = []
         size = 0
         for piece in pieces:
-            over_budget = size + piece[2] > self.max_tokens
+            over_budget = size + piece[2] > self.max_tokens or (
+                bool(current) and piece[1].end - current[0][1].start > self.max_chars
+            )
             past_target = size >= target and size + piece[2] / 2 > target
             if current and (over_budget or past_target):
                 groups.append(current)
