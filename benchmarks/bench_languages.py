@@ -28,9 +28,9 @@ from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.beir import load_beir
 from waypost.evaluation.metrics import percentile
 from waypost.ingest.chunker import Chunker
-from waypost.store.sqlite import index_text
 from waypost.text.analyzers import analyzers
 from waypost.text.language import detector
+from waypost.types import index_text
 
 
 def bench_ingest(data: Path, name: str, n_docs: int, model: Any) -> dict[str, Any]:

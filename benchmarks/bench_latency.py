@@ -26,7 +26,7 @@ from waypost.evaluation.beir import load_beir
 from waypost.evaluation.metrics import percentile
 from waypost.evaluation.runner import COLLECTION, default_cache_dir, eval_store_dir, prepare
 from waypost.ingest.chunker import Chunker
-from waypost.store.sqlite import index_text
+from waypost.types import index_text
 
 
 def ms(values: list[float]) -> dict[str, float]:

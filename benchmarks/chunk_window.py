@@ -18,8 +18,7 @@ from pathlib import Path
 from waypost.embeddings.sentence_transformer import SentenceTransformerEmbedder
 from waypost.ingest.chunker import Chunker
 from waypost.ingest.loaders import load_path
-from waypost.store.sqlite import index_text
-from waypost.types import Document
+from waypost.types import Document, index_text
 
 SETS = ("scifact", "hotpotqa-100", "netflix", "qmsum", "xquad-en", "xquad-de", "xquad-th", "xquad-zh")
 

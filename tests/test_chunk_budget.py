@@ -20,8 +20,7 @@ from waypost.ingest.chunker import (
     count_tokens,
     token_window,
 )
-from waypost.store.sqlite import MAX_CONTEXT_CHARS, index_text
-from waypost.types import Document
+from waypost.types import MAX_CONTEXT_CHARS, Document, index_text
 
 
 def _check_spans(text: str, chunks: list) -> None:  # type: ignore[type-arg]

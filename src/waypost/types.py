@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -186,3 +187,13 @@ class RetrievalResult:
         for hit in self.hits:
             seen.setdefault(hit.chunk.document_id, None)
         return list(seen)
+
+
+MAX_CONTEXT_CHARS = 200  # of title and headings in an index text: a share of any embedding model's window
+
+
+def index_text(title: str, section: Sequence[str], text: str) -> str:
+    """What indexes see for a chunk: its document title and headings give it context, at most
+    ``MAX_CONTEXT_CHARS`` of them, so a huge title cannot crowd the chunk out of an embedding model's window."""
+    context = "\n".join(dict.fromkeys(p for p in (title, *section) if p))[:MAX_CONTEXT_CHARS]
+    return f"{context}\n{text}" if context else text

@@ -13,9 +13,8 @@ from waypost.errors import InvalidDocumentError, LoaderError
 from waypost.ingest.chunker import Chunker, token_window
 from waypost.ingest.loaders import LoadFailure, discover, load_path
 from waypost.progress import progress
-from waypost.store.sqlite import index_text
 from waypost.text.language import UNDETERMINED, canonical_language, detector
-from waypost.types import Chunk, Document
+from waypost.types import Chunk, Document, index_text
 from waypost.validation import check_document, clean_text, document_stream
 
 

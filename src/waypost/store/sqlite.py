@@ -35,7 +35,7 @@ from waypost.base import (
     version_incarnation,
 )
 from waypost.errors import CollectionNotFoundError, WaypostError
-from waypost.types import Chunk, Document
+from waypost.types import Chunk, Document, index_text
 from waypost.validation import id_list
 
 logger = logging.getLogger("waypost.store")
@@ -150,16 +150,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     )
     conn.execute("PRAGMA secure_delete=ON")  # deleted text is zeroed, not left in free pages
     return conn
-
-
-MAX_CONTEXT_CHARS = 200  # of title and headings in an index text: a share of any embedding model's window
-
-
-def index_text(title: str, section: Sequence[str], text: str) -> str:
-    """What indexes see for a chunk: its document title and headings give it context, at most
-    ``MAX_CONTEXT_CHARS`` of them, so a huge title cannot crowd the chunk out of an embedding model's window."""
-    context = "\n".join(dict.fromkeys(p for p in (title, *section) if p))[:MAX_CONTEXT_CHARS]
-    return f"{context}\n{text}" if context else text
 
 
 def _nonce() -> str:
