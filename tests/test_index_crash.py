@@ -45,7 +45,9 @@ WRITER = textwrap.dedent(
 
 
 def start(store: Path, seed: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    # the worker imports the same waypost as this test (its sys.path, the repo root first)
+    path = os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path])
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": path}
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(store), str(seed)],
         env=env,
