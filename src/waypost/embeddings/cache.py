@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from waypost.base import Embedder, FloatMatrix
+from waypost.store.files import connect_cache
 
 
 def _key(kind: str, text: str) -> str:
@@ -20,10 +21,7 @@ def _key(kind: str, text: str) -> str:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA busy_timeout=30000")
-    conn.execute("PRAGMA secure_delete=ON")  # a removed entry is zeroed on disk
+    conn = connect_cache(path)
     conn.execute("CREATE TABLE IF NOT EXISTS embeddings (model TEXT, key TEXT, vector BLOB, PRIMARY KEY (model, key))")
     return conn
 

@@ -42,6 +42,7 @@ from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
 from waypost.llm.cache import derived_from
 from waypost.llm.structured import complete_structured
+from waypost.store.files import connect_cache
 
 PROMPT_VERSION = "v1"
 MAX_NAME_CHARS = 80  # longer "names" are clauses, not entities
@@ -284,8 +285,7 @@ class LLMExtractor:
         self._conn: sqlite3.Connection | None = None
         if self.cache_path is not None:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.cache_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn = connect_cache(self.cache_path)
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS llm_extractions "
                 "(key TEXT PRIMARY KEY, extractor TEXT NOT NULL, result TEXT NOT NULL, created_at REAL NOT NULL)"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from waypost.llm.base import Completion, GenerationParams, LLMProvider, Message, StreamResult
+from waypost.store.files import connect_cache
 
 _SOURCES: ContextVar[frozenset[str]] = ContextVar("waypost_llm_sources", default=frozenset())
 
@@ -39,15 +39,6 @@ def derived_from(rows: Iterable[int] = (), texts: Iterable[str] = ()) -> Iterato
         yield
     finally:
         _SOURCES.reset(token)
-
-
-def connect_cache(path: str | Path) -> sqlite3.Connection:
-    """A connection to a cache file: WAL, and deleted entries zeroed on disk."""
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA busy_timeout=30000")
-    conn.execute("PRAGMA secure_delete=ON")
-    return conn
 
 
 _SCHEMA = """
