@@ -197,3 +197,19 @@ def test_halving_stops_when_an_uncapped_title_crowds_the_window(minilm: Embedder
     chunks = Chunker(200, _window(minilm)).chunk("d", text, title)
     _check_order(text, chunks)
     assert len(chunks) <= 10  # before: 1,600 one-character chunks
+
+
+def test_a_chinese_title_and_heading_still_leave_chunks_within_the_window(minilm: Embedder) -> None:
+    """In Chinese each character is one MiniLM token: an ordinary 85-character title and a 57-character heading
+    take more than half the window, and halving must go on until every chunk fits (not stop and truncate)."""
+    window = _window(minilm)
+    rng = random.Random(5)
+    hanzi = [chr(c) for c in range(0x4E00, 0x4E00 + 2000)]
+    title = "".join(rng.choice(hanzi) for _ in range(85))
+    heading = "".join(rng.choice(hanzi) for _ in range(57))
+    body = "。".join("".join(rng.choice(hanzi) for _ in range(40)) for _ in range(60)) + "。"
+    text = f"# {heading}\n\n{body}"
+    chunks = Chunker(200, window, index_text).chunk("zh", text, title)
+    _check_spans(text, chunks)
+    counts = window.count_input_tokens([index_text(title, c.section, c.text) for c in chunks])
+    assert max(counts) <= window.max_input_tokens

@@ -299,6 +299,11 @@ def test_purge_never_sweeps_a_cache_shared_with_other_stores(tmp_path: Path, min
         assert before > 0 and after == before
         assert report.embedding_cache_entries == 0
         assert any("outside the store directory" in note for note in report.skipped)
+        # a delete's targeted clean-up still reaches the shared cache, for the deleted document's text only
+        assert engines[0].collection("c").delete([corpus()[0].id]) == 1
+        with sqlite3.connect(shared) as conn:
+            left = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+        assert 0 < left < before
     finally:
         for engine in engines:
             engine.close()

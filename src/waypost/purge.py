@@ -49,20 +49,24 @@ class PurgeReport:
         return asdict(self)
 
 
-def _cache_paths(engine: Engine) -> tuple[Path | None, Path | None]:
+def _cache_paths(engine: Engine, owned_only: bool) -> tuple[Path | None, Path | None]:
     """The engine's LLM cache and embedding cache files (as ``Engine.llm`` and ``Engine.embedder`` open them),
-    each ``None`` when it does not exist or lies outside the store directory: a cache shared by several stores
-    (``EngineConfig(llm_cache=..., embed_cache=...)``, as the evaluation runner does) holds entries of the other
-    stores, which a sweep against this store's live text would wipe, and row ids are per store."""
+    each ``None`` when it does not exist. With ``owned_only``, also ``None`` when it lies outside the store
+    directory: a cache shared by several stores (``EngineConfig(llm_cache=..., embed_cache=...)``, as the
+    evaluation runner does) holds the other stores' entries, which a sweep against this store's live text
+    would wipe. A delete's targeted clean-up may touch a shared cache: it removes only text dead here (at worst
+    another store embeds it again)."""
     config = engine.config
     store_dir = engine.path.resolve()
 
-    def owned(path: Path) -> Path | None:
-        return path if path.exists() and path.resolve().is_relative_to(store_dir) else None
+    def usable(path: Path) -> Path | None:
+        if not path.exists() or (owned_only and not path.resolve().is_relative_to(store_dir)):
+            return None
+        return path
 
     return (
-        owned(config.llm_cache or engine.path / "llm-cache.sqlite"),
-        owned(config.embed_cache or engine.path / "embedding-cache.sqlite"),
+        usable(config.llm_cache or engine.path / "llm-cache.sqlite"),
+        usable(config.embed_cache or engine.path / "embedding-cache.sqlite"),
     )
 
 
@@ -88,7 +92,7 @@ class DeletedChunks:
         report = PurgeReport()
         if not self.chunks:
             return report
-        llm_path, embed_path = _cache_paths(self.engine)
+        llm_path, embed_path = _cache_paths(self.engine, owned_only=False)
         live = self.engine.store.live_texts(text for _row, text, _index in self.chunks)
         dead = [(row, text, index) for row, text, index in self.chunks if text not in live]
         if llm_path is not None:
@@ -127,7 +131,7 @@ def purge(engine: Engine, collections: Iterable[str] | None = None, vacuum: bool
 
 def _sweep_caches(engine: Engine, report: PurgeReport) -> None:
     """Remove cache entries derived from anything no chunk of the store holds any more (one scan of the store)."""
-    llm_path, embed_path = _cache_paths(engine)
+    llm_path, embed_path = _cache_paths(engine, owned_only=True)
     live_texts: set[str] = set()
 
     def index_texts() -> Iterator[str]:

@@ -8,12 +8,13 @@ character, not the document."""
 from __future__ import annotations
 
 import math
-import numbers
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import date, datetime
 from typing import Any
+
+import numpy as np
 
 from waypost.errors import InvalidDocumentError, InvalidInputError
 from waypost.types import Document
@@ -116,12 +117,11 @@ def _metadata_value(value: Any, doc_id: str, path: str) -> Any:
             raise InvalidDocumentError(
                 f"document {doc_id!r}: metadata field {path!r} nests deeper than {MAX_METADATA_DEPTH} levels"
             )
+        if isinstance(item, np.generic):
+            item = item.item()  # a numpy scalar (np.bool_, np.str_, np.int64, ...) as the Python value it holds
         if isinstance(item, str):
             out: Any = clean_text(item)
-        elif isinstance(item, numbers.Integral) and not isinstance(item, (bool, int)):
-            out = int(item)  # a numpy integer, stored as the number it is
-        elif isinstance(item, numbers.Real) and not isinstance(item, (bool, int)):
-            item = float(item)  # float, or a numpy float: stored as a float
+        elif isinstance(item, float):
             if not math.isfinite(item):
                 raise InvalidDocumentError(
                     f"document {doc_id!r}: metadata field {where!r} is {_json_spelling(item)}; "

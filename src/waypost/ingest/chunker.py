@@ -23,6 +23,7 @@ _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
 WORD_CHARS = 20
 # No chunk holds more than this many characters per token of its budget (whitespace counts no tokens, so
 # without this a span could hold any number of characters); twice WORD_CHARS, so ordinary text never meets it.
+CHUNKING_RULES = 2  # bump when the same text and settings would chunk or index differently
 CHARS_PER_TOKEN = 2 * WORD_CHARS
 _LONG_RUN = re.compile(rf"[^\W{_CJK}]{{{WORD_CHARS + 1},}}", re.UNICODE)
 _GRAPHEME = regex.compile(r"\X")
@@ -199,8 +200,11 @@ class Chunker:
 
     @property
     def signature(self) -> str:
-        """What the chunks depend on besides the text (part of a document's stored fingerprint)."""
-        return f"chunk{self.max_tokens}" + (f"w{self.window.max_input_tokens}" if self.window is not None else "")
+        """What the chunks depend on besides the text (part of a document's stored fingerprint): the budget,
+        the model's window, and the version of the chunking rules (``r2``: long runs, whitespace and combining
+        marks bounded, title context capped), so a store chunked by older rules is re-chunked on its next add."""
+        window = f"w{self.window.max_input_tokens}" if self.window is not None else ""
+        return f"chunk{self.max_tokens}{window}r{CHUNKING_RULES}"
 
     def chunk(self, document_id: str, text: str, title: str = "") -> list[Chunk]:
         pieces: list[Piece] = []
@@ -253,12 +257,13 @@ class Chunker:
         return out
 
     def _context_crowds(self, text: str, title: str, group: list[Piece], limit: int) -> bool:
-        """Whether the title and headings alone take over half the window while the chunk text alone fits:
-        halving further would not help (``render`` should cap them; see ``index_text``)."""
+        """Whether the title and headings alone leave almost no room in the window (less than an eighth, at
+        least 16 tokens) while the chunk text alone fits: halving further would only shatter the text
+        (``render`` should cap them; see ``index_text``). A CJK title of 140 tokens still leaves room."""
         assert self.window is not None
         chunk_text = text[group[0][1].start : group[-1][1].end]
         context, alone = self.window.count_input_tokens([self.render(title, group[0][0], ""), chunk_text])
-        return 2 * context > limit and alone <= limit
+        return context >= limit - max(16, limit // 8) and alone <= limit
 
     @staticmethod
     def _halve(text: str, group: list[Piece]) -> list[list[Piece]] | None:
