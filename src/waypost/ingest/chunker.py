@@ -13,7 +13,9 @@ import regex
 from waypost.errors import WaypostError
 from waypost.types import Chunk
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+# No nested quantifiers: a closing "###" and trailing blanks are stripped in Python (the regex once had
+# `(.+?)[ \t]*#*[ \t]*$`, cubic in a run of spaces inside a heading line: 100 s for 3,700 spaces).
+_HEADING = re.compile(r"^(#{1,6})[ \t]+([^\n]+)$", re.MULTILINE)
 # Han and kana characters count one token each (words there are one to three characters, and models
 # tokenize them about per character); other scripts count words and punctuation.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -148,6 +150,13 @@ class Section:
     end: int
 
 
+def _heading_title(line: str) -> str:
+    """A heading line's text without trailing blanks, closing hashes and blanks: what the old pattern
+    ``(.+?)[ \t]*#*[ \t]*$`` kept (at least one character), stripped."""
+    body = line.rstrip(" \t").rstrip("#").rstrip(" \t")
+    return (body or line[:1]).strip()
+
+
 def split_sections(text: str) -> list[Section]:
     """Body ranges between markdown-style headings, each with its heading path."""
     sections: list[Section] = []
@@ -157,7 +166,7 @@ def split_sections(text: str) -> list[Section]:
     for m in _HEADING.finditer(text):
         if m.start() > cursor:
             sections.append(Section(current, cursor, m.start()))
-        level, title = len(m.group(1)), m.group(2).strip()
+        level, title = len(m.group(1)), _heading_title(m.group(2))
         path = [(lvl, t) for lvl, t in path if lvl < level] + [(level, title)]
         current = tuple(t for _, t in path)
         cursor = m.end()
