@@ -733,24 +733,20 @@ class SQLiteStore:
 
     def live_texts(self, texts: Iterable[str]) -> set[str]:
         """Those of ``texts`` that some chunk of any collection still holds."""
-        wanted = list(dict.fromkeys(texts))
-        found: set[str] = set()
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._conn.execute(f"SELECT DISTINCT text FROM chunks WHERE text IN ({marks})", part)
-            found.update(str(r[0]) for r in rows)
-        return found
+        return {str(v) for v in self._present_in_chunks("text", list(dict.fromkeys(texts)))}
 
     def live_rows(self, row_ids: Iterable[int]) -> set[int]:
         """Those of ``row_ids`` that are chunks of any collection (row ids are never reused)."""
-        wanted = sorted({int(r) for r in row_ids})
-        found: set[int] = set()
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
+        return {int(v) for v in self._present_in_chunks("row_id", sorted({int(r) for r in row_ids}))}
+
+    def _present_in_chunks(self, column: str, values: Sequence[object]) -> set[Any]:
+        """Those of ``values`` that the chunks table holds in ``column`` (a fixed name), asked in batches."""
+        found: set[Any] = set()
+        for start in range(0, len(values), ID_BATCH):
+            part = values[start : start + ID_BATCH]
             marks = ",".join("?" * len(part))
-            rows = self._conn.execute(f"SELECT row_id FROM chunks WHERE row_id IN ({marks})", part)
-            found.update(int(r[0]) for r in rows)
+            rows = self._conn.execute(f"SELECT DISTINCT {column} FROM chunks WHERE {column} IN ({marks})", part)
+            found.update(r[0] for r in rows)
         return found
 
     def compact(self, vacuum: bool = False) -> bool:
