@@ -11,12 +11,12 @@ from collections.abc import Iterator
 import pytest
 
 from waypost.base import Embedder
+from waypost.context import SearchContext
 from waypost.engine import Collection, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import Condition, Op
 from waypost.graph.graph import GraphConfig
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
-from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.graph_global import GlobalParams, GraphGlobalRetriever
 from waypost.retrieval.registry import STRATEGIES, make_retriever

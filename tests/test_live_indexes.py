@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from waypost.base import Embedder
+from waypost.context import SearchContext
 from waypost.engine import Engine, EngineConfig
 from waypost.filters.model import Condition, Filter, Op
 from waypost.index.set import IndexSet, MergePolicy
-from waypost.retrieval.context import SearchContext
 from waypost.retrieval.registry import make_retriever
 from waypost.types import Document
 

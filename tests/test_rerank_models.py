@@ -255,9 +255,7 @@ def client(url: str, **kw: Any) -> OpenAICompatibleLLM:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["pointwise", "listwise"])
-def test_llm_reranker_with_smollm2(
-    mode: str, hits: RetrievalResult, llama_server: LlamaServer, tmp_path: Path
-) -> None:
+def test_llm_reranker_with_smollm2(mode: str, hits: RetrievalResult, llama_server: LlamaServer, tmp_path: Path) -> None:
     llm = CachedLLM(client(llama_server.url), tmp_path / "llm-cache.sqlite")
     fallback = Reverse()
     reranker = LLMReranker(llm, fallback, mode, depth=4)

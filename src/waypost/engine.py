@@ -11,6 +11,7 @@ from pathlib import Path
 from waypost.answer.model import Answer, AnswerStream
 from waypost.answer.service import AnswerService
 from waypost.base import CollectionInfo, Embedder, Feedback, Reranker
+from waypost.context import SearchContext
 from waypost.embeddings.coverage import CoverageBook
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
 from waypost.errors import CollectionNotFoundError, InvalidInputError, ModelMismatchError, WaypostError
@@ -32,7 +33,6 @@ from waypost.llm.base import LLMProvider
 from waypost.lru import DEFAULT_OPEN_COLLECTIONS
 from waypost.post.passages import PassageAssembler, PassageConfig
 from waypost.purge import PurgeReport
-from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever

@@ -21,9 +21,9 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
+from waypost.context import SearchContext
 from waypost.errors import WaypostError
 from waypost.post.evidence import SectionRef
-from waypost.retrieval.context import SearchContext
 from waypost.types import Chunk, Hit, PassageRef, RetrievalResult
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.filters.model import Filter
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.types import RetrievalResult
 
 

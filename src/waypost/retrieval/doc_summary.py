@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from waypost.context import SearchContext, Timer
 from waypost.filters.model import Filter
 from waypost.hierarchy.tree import DOCUMENT
-from waypost.retrieval.context import SearchContext, Timer
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.tree_support import leaves_by_score, materialize, node_ref, score_tree
 from waypost.types import NodeRef, RetrievalResult

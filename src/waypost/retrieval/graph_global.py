@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.filters.model import Filter
 from waypost.graph.graph import Community, KnowledgeGraph
 from waypost.graph.search import GraphArrays
@@ -22,7 +23,6 @@ from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
 from waypost.llm.cache import derived_from
 from waypost.llm.structured import complete_structured
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.graph_local import (
     F64,

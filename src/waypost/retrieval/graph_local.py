@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.filters.model import Filter
 from waypost.graph.graph import Entity, KnowledgeGraph, Relation
 from waypost.index.topk import Mask, Positions, Scores, top_k
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.graph_support import GraphView, allowed_chunks, describe_seeds, graph_view, link_query
 from waypost.retrieval.hybrid import hybrid_search

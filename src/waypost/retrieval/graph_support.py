@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from waypost.context import SearchContext, Timer
 from waypost.errors import WaypostError
 from waypost.graph.graph import KnowledgeGraph
 from waypost.graph.search import GraphArrays, IntArray, Seed, graph_arrays, link_query
 from waypost.index.topk import Mask
-from waypost.retrieval.context import SearchContext, Timer
 
 
 @dataclass

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.filters.model import Filter
 from waypost.index.topk import top_k
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.graph_support import GraphView, allowed_chunks, describe_seeds, graph_view, link_query
 from waypost.retrieval.hybrid import hybrid_search

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.filters.model import Filter
 from waypost.index.topk import Mask, Positions, Scores, top_k
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig, RankedList, follow_references, fuse
 from waypost.types import RetrievalResult
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.filters.model import Filter
 from waypost.graph.graph import KnowledgeGraph
 from waypost.index.topk import Positions
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.graph_local import (
     F64,

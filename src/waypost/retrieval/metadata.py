@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from waypost.context import SearchContext, Timer
 from waypost.filters.extract import Extraction, combine
 from waypost.filters.model import Filter
 from waypost.llm.accounting import QueryMetadata
-from waypost.retrieval.context import SearchContext, Timer
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.hybrid import hybrid_search
 from waypost.types import RetrievalResult

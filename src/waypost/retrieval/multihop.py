@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from waypost.context import SearchContext, Timer, ranked_table
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter
 from waypost.graph.graph import NAMED, Entity, KnowledgeGraph
 from waypost.graph.model import entity_key
 from waypost.index.topk import Positions, Scores
-from waypost.retrieval.context import SearchContext, Timer, ranked_table
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.graph_local import specificity
 from waypost.retrieval.hybrid import hybrid_search

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from waypost.context import SearchContext
 from waypost.filters.model import Filter
-from waypost.retrieval.context import SearchContext
 from waypost.retrieval.fusion import FusionConfig
 from waypost.types import RetrievalResult
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from waypost.base import Retriever
+from waypost.context import SearchContext
 from waypost.errors import InvalidInputError
 from waypost.retrieval.bm25 import BM25Retriever
-from waypost.retrieval.context import SearchContext
 from waypost.retrieval.dense import DenseRetriever
 from waypost.retrieval.doc_summary import DocSummaryParams, DocSummaryRetriever
 from waypost.retrieval.fusion import FusionConfig
@@ -66,7 +66,7 @@ def _multihop(ctx: SearchContext, fusion: FusionConfig, params: MultihopParams) 
 
 
 def _auto_merge(ctx: SearchContext, fusion: FusionConfig, params: PassageStrategyParams) -> Retriever:
-    from waypost.retrieval.auto_merge import AutoMergeRetriever  # post.passages reads retrieval.context
+    from waypost.retrieval.auto_merge import AutoMergeRetriever
 
     return AutoMergeRetriever(ctx, fusion, params)
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from waypost.context import SearchContext, Timer
 from waypost.filters.model import Filter
 from waypost.hierarchy.search import Scored, TreeArrays, score
-from waypost.retrieval.context import SearchContext, Timer
 from waypost.retrieval.fusion import FusionConfig, follow_references
 from waypost.types import Hit, NodeRef
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from waypost.base import Reranker
+from waypost.context import SearchContext
 from waypost.errors import WaypostError
 from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
 from waypost.post.rerank.features import FeatureReranker
 from waypost.post.rerank.profile import load_profile, profile_directories
-from waypost.retrieval.context import SearchContext
 
 DEFAULT_DEPTH = 30
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from waypost.context import SearchContext
 from waypost.post.evidence import EvidenceGraph, Succession, version_key
 from waypost.post.passages import relevance
 from waypost.post.rerank.profile import RerankProfile
-from waypost.retrieval.context import SearchContext
 from waypost.types import Hit, RetrievalResult
 
 FEATURES: tuple[str, ...] = (

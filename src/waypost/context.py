@@ -1,4 +1,5 @@
-"""What every strategy needs: the collection's indexes, the embedder and the store to fetch hits."""
+"""The search context: what every strategy and post stage needs (the collection's indexes, the embedder,
+the store to fetch hits), shared by ``retrieval/``, ``post/`` and ``route/``."""
 
 from __future__ import annotations
 
