@@ -28,10 +28,15 @@ from waypost.retrieval.raptor_traversal import RaptorTraversalRetriever, Travers
 
 @dataclass(frozen=True)
 class Strategy:
+    """A registered strategy: how to make it, its parameters, what it needs, and its cost class (latency
+    relative to hybrid's; the router breaks ties toward the cheaper pipeline)."""
+
     make: Callable[[SearchContext, FusionConfig, Any], Retriever]
     params: type[Any] = NoParams
     needs_tree: bool = False
     needs_graph: bool = False
+    needs_llm: bool = False
+    cost: float = 1.0
 
 
 def _hipporag(ctx: SearchContext, fusion: FusionConfig, params: HippoParams) -> Retriever:
@@ -78,20 +83,20 @@ def _small_to_big(ctx: SearchContext, fusion: FusionConfig, params: PassageStrat
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "dense": Strategy(lambda ctx, _cfg, _p: DenseRetriever(ctx)),
-    "bm25": Strategy(lambda ctx, _cfg, _p: BM25Retriever(ctx)),
+    "dense": Strategy(lambda ctx, _cfg, _p: DenseRetriever(ctx), cost=0.6),
+    "bm25": Strategy(lambda ctx, _cfg, _p: BM25Retriever(ctx), cost=0.4),
     "hybrid": Strategy(lambda ctx, cfg, _p: HybridRetriever(ctx, cfg)),
-    "metadata": Strategy(lambda ctx, cfg, _p: MetadataRetriever(ctx, cfg)),
-    "raptor-collapsed": Strategy(RaptorCollapsedRetriever, CollapsedParams, True),
-    "raptor-traversal": Strategy(RaptorTraversalRetriever, TraversalParams, True),
-    "doc-summary": Strategy(DocSummaryRetriever, DocSummaryParams, True),
-    "auto-merge": Strategy(_auto_merge, PassageStrategyParams),
-    "small-to-big": Strategy(_small_to_big, PassageStrategyParams),
-    "hipporag": Strategy(_hipporag, HippoParams, needs_graph=True),
-    "graph-local": Strategy(_graph_local, LocalParams, needs_graph=True),
-    "graph-global": Strategy(_graph_global, GlobalParams, needs_graph=True),
-    "lightrag": Strategy(_lightrag, LightParams, needs_graph=True),
-    "multihop": Strategy(_multihop, MultihopParams, needs_graph=True),
+    "metadata": Strategy(lambda ctx, cfg, _p: MetadataRetriever(ctx, cfg), cost=1.2),
+    "raptor-collapsed": Strategy(RaptorCollapsedRetriever, CollapsedParams, True, cost=2.0),
+    "raptor-traversal": Strategy(RaptorTraversalRetriever, TraversalParams, True, cost=2.0),
+    "doc-summary": Strategy(DocSummaryRetriever, DocSummaryParams, True, cost=2.0),
+    "auto-merge": Strategy(_auto_merge, PassageStrategyParams, cost=1.5),
+    "small-to-big": Strategy(_small_to_big, PassageStrategyParams, cost=1.5),
+    "hipporag": Strategy(_hipporag, HippoParams, needs_graph=True, cost=4.0),
+    "graph-local": Strategy(_graph_local, LocalParams, needs_graph=True, cost=3.0),
+    "graph-global": Strategy(_graph_global, GlobalParams, needs_graph=True, cost=3.0),
+    "lightrag": Strategy(_lightrag, LightParams, needs_graph=True, cost=3.0),
+    "multihop": Strategy(_multihop, MultihopParams, needs_graph=True, cost=4.0),
 }
 
 

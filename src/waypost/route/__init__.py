@@ -1,0 +1,1 @@
+"""The routing brain: route -> plan -> retrieve -> judge and retry, with a cache and telemetry."""
