@@ -179,3 +179,77 @@ class RouteRecord:
     cache_hit: bool
     timings_ms: dict[str, float]
     query_chars: int
+
+
+class GainPredictor(Protocol):
+    """A trained router profile (``route/model.py``, saved as JSON): each pipeline's predicted gain in
+    the set's metric over ``default`` (hybrid), from a query's features."""
+
+    pipelines: list[Pipeline]
+    default: Pipeline
+    threshold: float  # below this confidence the router takes the low-confidence policy
+    low_confidence: str  # "default" (the reliability default) or "fuse" (RRF of the top two)
+
+    def predict(self, features: Features) -> dict[str, float]: ...  # pipeline label -> predicted gain
+
+    def confidence(self, gains: Mapping[str, float]) -> float: ...  # calibrated, in [0, 1]
+
+
+@dataclass
+class QueryPlan:
+    """What the planner made of a query: the sub-queries to run (empty: the query itself), expansions,
+    constraints and a mode. Printed by ``--explain``."""
+
+    query: str
+    sub_queries: list[str] = field(default_factory=list)
+    expansions: list[str] = field(default_factory=list)
+    must_include: list[str] = field(default_factory=list)
+    must_exclude: list[str] = field(default_factory=list)
+    date_range: tuple[str | None, str | None] | None = None  # ISO dates, either end open
+    document_types: list[str] = field(default_factory=list)
+    collections: list[str] = field(default_factory=list)
+    mode: str = "balanced"  # precision | balanced | recall
+    planner: str = "rules"
+    reasoning: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"query": self.query, "mode": self.mode, "planner": self.planner}
+        for name in ("sub_queries", "expansions", "must_include", "must_exclude", "document_types", "collections"):
+            if getattr(self, name):
+                out[name] = list(getattr(self, name))
+        if self.date_range is not None:
+            out["date_range"] = list(self.date_range)
+        if self.reasoning:
+            out["reasoning"] = self.reasoning
+        return out
+
+
+class Planner(Protocol):
+    name: str
+
+    def plan(self, query: str) -> QueryPlan: ...
+
+
+@dataclass
+class Quality:
+    """The corrective loop's grade of a result: a score in [0, 1], a CRAG-style verdict from two learned
+    thresholds (correct above the upper, incorrect below the lower, ambiguous between), and its signals."""
+
+    score: float
+    verdict: str  # correct | ambiguous | incorrect
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Attempt:
+    """One retry of the corrective loop: what changed, why, its grade, and whether it was kept."""
+
+    action: str  # e.g. "next pipeline hipporag", "more candidates", "dropped filter year>=2010"
+    reason: str
+    quality: float
+    kept: bool
+    ms: float = 0.0
+
+
+class Telemetry(Protocol):
+    def record(self, record: RouteRecord) -> None: ...
