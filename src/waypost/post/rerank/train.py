@@ -74,7 +74,7 @@ def feedback_queries(entries: Iterable[Feedback]) -> list[TrainingQuery]:
     return list(by_query.values())
 
 
-def training_group(ctx: SearchContext, q: TrainingQuery, hits: Sequence[Hit]) -> TrainingGroup | None:
+def training_group(ctx: SearchContext, q: TrainingQuery, hits: list[Hit]) -> TrainingGroup | None:
     """The features and labels of one query's candidates (retrieved by the caller with ``ctx``), or None when
     they have no relevant and less relevant candidate to tell apart."""
     if not hits:
