@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
-from waypost.filters.text import Token, stop_stems, tokenize
+from waypost.filters.text import Token, stem_all, stop_stems
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
@@ -70,27 +70,29 @@ class ValueIndex:
             if counts and {v.casefold() for v in counts} <= _BOOLEAN:
                 self.booleans.append(name)
                 continue
-            names = sum(1 for v in counts if _looks_like_name(v))
+            name_like = {v for v in counts if _looks_like_name(v)}
+            names = len(name_like)
             per_value = sum(counts.values()) / max(1, len(counts))
             is_names = (
                 len(counts) >= NAME_FIELD_MIN_VALUES and names >= 0.6 * len(counts) and per_value <= NAME_MAX_USES
             )
             if is_names:
                 self.name_fields.add(name)
-            for value, count in counts.items():
+            words = [v for v in counts if is_names or not is_code(v)]
+            for value in counts:
                 if is_code(value) and not is_names:
                     self.codes.setdefault(value.casefold(), []).append((name, value))
-                    continue
-                tokens = tokenize(value, synonyms)
-                stems = [t.norm for t in tokens if t.norm not in stop]
-                kinds = frozenset(s for s in stems if s in kind_words)
-                content = frozenset(s for s in stems if s not in kind_words)
+            for value, norms in zip(words, stem_all(words, synonyms), strict=True):
+                count = counts[value]
+                content_stems = [s for s in norms if s not in stop]
+                kinds = frozenset(s for s in content_stems if s in kind_words)
+                content = frozenset(s for s in content_stems if s not in kind_words)
                 if not content and not kinds:
                     continue
-                trailing = tuple(t.norm for t in tokens) if is_names else ()
+                trailing = tuple(norms) if is_names else ()
                 form = ValueForm(name, value, content, kinds, count, trailing)
                 self.by_content.setdefault(content, []).append(form)
-                if is_names and _looks_like_name(value):
+                if trailing and value in name_like:
                     for i in range(1, len(trailing)):
                         self.by_trailing.setdefault(trailing[i:], []).append(form)
 
