@@ -21,8 +21,8 @@ from waypost.evaluation.metrics import (
     recall_at,
     reciprocal_rank,
 )
+from waypost.filters.catalog import FieldCatalog
 from waypost.filters.model import Condition, Op
-from waypost.index.metadata import MetadataLookup
 from waypost.post.passages import PassageConfig
 from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
@@ -304,7 +304,7 @@ def canonical_conditions(conds: list[Condition]) -> Canonical:
     return out
 
 
-def _resolve_field(word: str, index: MetadataLookup) -> str:
+def _resolve_field(word: str, index: FieldCatalog) -> str:
     """Map a constraint key's word (``year``, ``country``, ``minutes``) onto a metadata field name."""
     fields = index.fields
     word = word.lower()
@@ -318,7 +318,7 @@ def _resolve_field(word: str, index: MetadataLookup) -> str:
     return word
 
 
-def canonical_constraints(constraints: dict[str, Any], index: MetadataLookup) -> Canonical:
+def canonical_constraints(constraints: dict[str, Any], index: FieldCatalog) -> Canonical:
     """Gold constraints such as ``{"year_min": 2016, "country": "India"}`` in the same canonical form.
 
     ``topic`` is the semantic remainder of a query, not a filter, so it is left out.

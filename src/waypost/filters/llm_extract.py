@@ -48,7 +48,7 @@ class LLMFilterExtractor:
         index = self.fallback.index
         lines = []
         for name in index.fields:
-            dates = index.date_range(name) if index.stats[name].kind == "date" else None
+            dates = index.date_range(name) if index.field_kind(name) == "date" else None
             if dates is not None:
                 lo, hi = format_day(dates[0]), format_day(dates[1])
                 lines.append(f"- {name}: date from {lo} to {hi} (compare with YYYY-MM-DD, YYYY-MM or a year)")
@@ -76,14 +76,15 @@ class LLMFilterExtractor:
         index = self.fallback.index
         conds: list[Condition] = []
         for spec in reply.filters:
-            if spec.field not in index.stats:
+            kind = index.field_kind(spec.field)
+            if kind is None:
                 raise InvalidExtraction(f"unknown field {spec.field!r}")
             op = Op(spec.op)
             values = spec.value if isinstance(spec.value, list) else [spec.value]
-            if index.stats[spec.field].kind == "date":
+            if kind == "date":
                 if any(period(v) is None for v in values):
                     raise InvalidExtraction(f"{spec.field} needs dates, got {spec.value!r}")
-            elif index.stats[spec.field].kind == "number":
+            elif kind == "number":
                 if not all(isinstance(v, (int, float)) for v in values):
                     raise InvalidExtraction(f"{spec.field} needs numbers, got {spec.value!r}")
             else:

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.errors import FilterError
+from waypost.filters.catalog import FieldCatalog, FieldKind, kind_of
 from waypost.filters.dates import Period, date_value, display, format_day, period
 from waypost.filters.model import And, Condition, Filter, Op, Or
 from waypost.index.topk import Mask
@@ -214,6 +215,10 @@ class MetadataIndex:
     @property
     def fields(self) -> list[str]:
         return sorted(self.stats)
+
+    def field_kind(self, name: str) -> FieldKind | None:
+        st = self.stats.get(name)
+        return None if st is None else kind_of(st.kind, st.is_list)
 
     def values(self, name: str) -> dict[str, int]:
         """Display value -> number of chunks carrying it, for a string field."""
@@ -493,6 +498,10 @@ class MetadataView:
     def fields(self) -> list[str]:
         return sorted(self.stats)
 
+    def field_kind(self, name: str) -> FieldKind | None:
+        st = self.stats.get(name)
+        return None if st is None else kind_of(st.kind, st.is_list)
+
     @property
     def numeric(self) -> list[str]:
         """Names of the fields that hold numbers (in live positions)."""
@@ -572,4 +581,9 @@ def display_text(value: str | bool | date) -> str:
     return display(value) if isinstance(value, date) else str(value)
 
 
-MetadataLookup = MetadataIndex | MetadataView  # what filter extraction reads: one index or a segmented view
+MetadataLookup = MetadataIndex | MetadataView  # one index or a segmented view
+
+
+def _implements_catalog(index: MetadataIndex, view: MetadataView) -> tuple[FieldCatalog, FieldCatalog]:
+    """Both are ``FieldCatalog``s (checked by mypy here, where the two meet)."""
+    return index, view

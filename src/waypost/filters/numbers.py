@@ -1,0 +1,331 @@
+"""Numbers, ranges, comparisons, decades and relative years in a query, bound to the fields they talk about.
+
+"8.5 or more" is >= 8.5, "above 79" is > 79, "no longer than 120 min" is <= 120, "between 1990 and 1995"
+and "1990-1995" include both ends, "the 2010s" is 2010..2019, "in the last 5 years" is >= this year - 5.
+Each phrase binds to the field that nearby words name (``FieldAliases``), else, for a phrase with a
+comparison or a year, to the only field whose values contain the number; a bare number ("Apollo 13",
+"top 10") binds only to a field named right beside it ("2 seasons", "rated 8").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+
+from waypost.filters.fields import UNITS, FieldAliases
+from waypost.filters.model import Condition, Op
+from waypost.filters.text import Token
+
+RECENT_YEARS = 3  # "recent" means released in this many years before the current one, or later
+_WORD_NUMBERS = {
+    "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "twelve": 12, "twenty": 20, "few": 3, "couple of": 2,
+}  # fmt: skip
+_DECADE_WORDS = {
+    "twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
+    "eighties": 80, "nineties": 90,
+}  # fmt: skip
+_MORE = "more greater higher longer larger bigger heavier newer later pricier taller wider better costlier".split()
+_LESS = "less fewer lower shorter smaller lighter cheaper earlier younger worse".split()
+_CMP = "|".join([*_MORE, *_LESS, "older"])
+# (pattern ending right before the number, op); the first that matches wins, so longer phrases come first
+_PREFIXES: list[tuple[str, Op | str]] = [
+    (rf"\bno(?:t)?\s+({_CMP})\s+than", "not"),
+    (rf"\b({_CMP})\s+than", "cmp"),
+    (r"\b(?:at\s+least|no\s+less\s+than|not\s+less\s+than|a\s+minimum\s+of|minimum\s+of|minimum|min\.?|"
+     r"starting\s+(?:at|from|in)|as\s+of|>=|≥)", Op.GTE),
+    (r"\b(?:at\s+most|up\s+to|a\s+maximum\s+of|maximum\s+of|maximum|max\.?|within|<=|≤)", Op.LTE),
+    (r"\b(?:until|till|through|thru)", Op.LTE),
+    (r"\b(?:over|above|exceeding|beyond|after|>)", Op.GT),
+    (r"\b(?:under|below|before|prior\s+to|<)", Op.LT),
+    (r"\bsince", Op.GTE),
+    (r"\b(?:in|during|from|of|dated)", "year"),
+]  # fmt: skip
+_PREFIX = [(re.compile(rf"(?:{p})\s*(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE), op) for p, op in _PREFIXES]
+_NOT_A_FILTER = re.compile(
+    r"\b(?:top|best|worst|first|last|#|no\.|number|part|vol\.?|volume|chapter|episode|season|page)\s*$",
+    re.IGNORECASE,
+)
+_SUFFIX_MORE = r"more|higher|greater|above|over|up|upwards|later|newer|after|better|longer|bigger|larger|heavier|plus"
+_SUFFIX_LESS = r"less|fewer|lower|below|under|earlier|before|shorter|smaller|lighter|cheaper|worse"
+_SUFFIX = re.compile(
+    rf"^(?:(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:or|and)\s+(?:({_SUFFIX_MORE})|({_SUFFIX_LESS})|(older))\b|(\+)|\s+plus\b|\s+onwards?\b)",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(
+    r"(?<![\w.\-/])(?P<cur>[$€£])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>k\b)?(?P<pct>%)?"
+)
+_DATE_LIKE = re.compile(r"\d{4}[-/]\d{1,2}(?!\d)|\d{1,2}/\d{1,2}/\d")
+_NUMBER_AT = re.compile(r"(?P<cur>[$€£])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>k\b)?(?P<pct>%)?")
+_UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w-])")
+_RANGE_JOIN = re.compile(r"^\s*(?:-|–|to|until|till|through|and)\s*", re.IGNORECASE)
+_DECADE = re.compile(
+    r"(?<![\w'’])(?:the\s+)?(?:(early|mid|late)[\s-]*)?(?:['’](\d0)|(1[5-9]\d0|20\d0|\d0))['’]?s\b"
+    rf"|\b(?:the\s+)?(?:(early|mid|late)[\s-]*)?({'|'.join(_DECADE_WORDS)})\b",
+    re.IGNORECASE,
+)
+_RELATIVE = re.compile(
+    r"\b(?:(?:in|over|during|within|from)\s+)?(?:the\s+)?(?:last|past|previous)\s+"
+    rf"(?:(\d+|{'|'.join(_WORD_NUMBERS)})\s+)?(years?|decades?|months?)\b",
+    re.IGNORECASE,
+)
+_THIS_YEAR = re.compile(r"\b(?:from\s+|in\s+)?this\s+year\b", re.IGNORECASE)
+_RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
+
+
+@dataclass
+class NumberPhrase:
+    start: int
+    end: int
+    bounds: list[tuple[Op | str, float]]  # "older": < on a date, > otherwise
+    unit: str | None = None
+    time_only: bool = False  # a decade, a relative period, "in 1995": only a year or date field
+    bare: bool = False  # no comparison word: binds only to a field named right beside it
+    months: float = 0.0  # a relative period in months, for date fields ("last 6 months")
+
+    @property
+    def value(self) -> float:
+        return float(self.bounds[0][1])
+
+
+def _num(m: re.Match[str]) -> float:
+    value = float(m.group("num").replace(",", ""))
+    return value * 1000 if m.group("k") else value
+
+
+def _unit_after(query: str, end: int) -> tuple[str | None, int]:
+    m = _UNIT_AFTER.match(query[end:])
+    if m and m.group(1).rstrip(".").lower() in UNITS:
+        return m.group(1).rstrip(".").lower(), end + m.end()
+    return None, end
+
+
+def _decade(m: re.Match[str], this_year: int) -> tuple[int, int]:
+    mod = (m.group(1) or m.group(4) or "").lower()
+    if m.group(3) and len(m.group(3)) == 4:
+        start = int(m.group(3))
+    else:
+        two = int(m.group(2) or m.group(3) or _DECADE_WORDS[m.group(5).lower()])
+        start = 2000 + two if 2000 + two <= this_year else 1900 + two
+    lo, hi = {"early": (0, 3), "mid": (3, 6), "late": (7, 9)}.get(mod, (0, 9))
+    return start + lo, start + hi
+
+
+def _prefix_op(text: str) -> tuple[Op | str | None, int]:
+    for pattern, op in _PREFIX:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        if op in ("cmp", "not"):
+            word = m.group(1).lower()
+            more = word in _MORE
+            if word == "older":
+                return ("older" if op == "cmp" else "not older"), m.start()
+            if op == "not":
+                return (Op.LTE if more else Op.GTE), m.start()
+            return (Op.GT if more else Op.LT), m.start()
+        return op, m.start()
+    return None, len(text)
+
+
+def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> list[NumberPhrase]:
+    """Every number phrase in the parts of ``query`` that ``free(start, end)`` allows."""
+    found: list[NumberPhrase] = []
+    taken: list[tuple[int, int]] = []
+
+    def ok(a: int, b: int) -> bool:
+        return free(a, b) and not any(a < y and x < b for x, y in taken)
+
+    def add(p: NumberPhrase) -> None:
+        found.append(p)
+        taken.append((p.start, p.end))
+
+    year = today.year
+    for m in _RELATIVE.finditer(query):
+        if ok(m.start(), m.end()):
+            n = m.group(1).lower() if m.group(1) else "a"
+            count = float(n) if n[0].isdigit() else float(_WORD_NUMBERS[n])
+            unit = m.group(2).lower()
+            months = count * (120 if unit.startswith("decade") else 12 if unit.startswith("year") else 1)
+            add(NumberPhrase(m.start(), m.end(), [(Op.GTE, year - -(-months // 12))], time_only=True, months=months))
+    for m in _THIS_YEAR.finditer(query):
+        if ok(m.start(), m.end()):
+            add(NumberPhrase(m.start(), m.end(), [(Op.EQ, year)], time_only=True))
+    for m in _RECENT.finditer(query):
+        if ok(m.start(), m.end()):
+            add(NumberPhrase(m.start(), m.end(), [(Op.GTE, year - RECENT_YEARS)], time_only=True))
+    for m in _DECADE.finditer(query):
+        if not ok(m.start(), m.end()):
+            continue
+        lo, hi = _decade(m, year)
+        op, at = _prefix_op(query[: m.start()])
+        start = at if op is not None else m.start()
+        bounds: list[tuple[Op | str, float]] = [(Op.GTE, lo), (Op.LTE, hi)]
+        if op in (Op.LT, Op.LTE):
+            bounds = [(Op.LT, lo)]
+        elif op is Op.GT:
+            bounds = [(Op.GT, hi)]
+        elif op is Op.GTE:
+            bounds = [(Op.GTE, lo)]
+        add(NumberPhrase(start, m.end(), bounds, time_only=True))
+    for m in _NUMBER.finditer(query):
+        if not ok(m.start("num"), m.end()) or _NOT_A_FILTER.search(query[: m.start()]):
+            continue
+        if _DATE_LIKE.match(query, m.start("num")):  # 2019-05-01 is a date, not a range
+            continue
+        value = _num(m)
+        unit = m.group("cur") or ("%" if m.group("pct") else None)
+        end = m.end()
+        if unit is None:
+            unit, end = _unit_after(query, end)
+        op, at = _prefix_op(query[: m.start()])
+        start = at if op is not None else m.start()
+        betw = _between(query, m.start())
+        join = _RANGE_JOIN.match(query[end:])
+        second = _NUMBER_AT.match(query, end + join.end()) if join else None
+        if join and second and ok(second.start("num"), second.end()) and (join.group(0).strip() != "and" or betw >= 0):
+            unit2, end2 = _unit_after(query, second.end())
+            unit = unit or second.group("cur") or unit2
+            start = betw if betw >= 0 else (at if op == "year" else m.start())
+            add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, _num(second))], unit))
+            continue
+        suffix = _SUFFIX.match(query[end:])
+        if suffix is not None:
+            bound: Op | str = Op.LTE if suffix.group(2) else "or older" if suffix.group(3) else Op.GTE
+            start = at if op == "year" else m.start()
+            add(NumberPhrase(start, end + suffix.end(), [(bound, value)], unit))
+        elif op == "year":  # "in 1995" is a year; "a rating of 8" needs the field named beside it
+            yearly = unit is None and value.is_integer() and 1000 <= value <= 2999
+            add(NumberPhrase(at, end, [(Op.EQ, value)], unit, time_only=yearly, bare=not yearly))
+        elif op is not None:
+            add(NumberPhrase(start, end, [(op, value)], unit))
+        else:
+            add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
+    return sorted(found, key=lambda p: p.start)
+
+
+def _between(query: str, start: int) -> int:
+    """Where "between" begins, if it comes right before ``start`` ("between 1990 and 1995"); else -1."""
+    m = re.search(r"\bbetween\s+(?:the\s+years\s+)?$", query[:start], re.IGNORECASE)
+    return m.start() if m else -1
+
+
+_BOUNDARY = frozenset("with and but or that which who whose while where".split())
+Free = Callable[[int, int], bool]
+
+
+def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -> list[tuple[Token, int]]:
+    """Words naming the phrase's field: its own, up to four before and three after, within its clause."""
+    inside = [(t, 0) for t in tokens if phrase.start <= t.start and t.end <= phrase.end]
+    before = [t for t in tokens if t.end <= phrase.start][::-1]
+    after = [t for t in tokens if t.start >= phrase.end]
+    out = list(inside)
+    for side, limit, edge in ((before, 4, phrase.start), (after, 3, phrase.end)):
+        for dist, t in enumerate(side[:limit]):
+            gap = query[min(edge, t.end) : max(edge, t.start)]
+            word = query[t.start : t.end].lower()
+            if not free(t.start, t.end) or "," in gap or ";" in gap or word in _BOUNDARY:
+                break
+            out.append((t, dist))
+            edge = t.start if side is before else t.end
+    return out
+
+
+def bind(
+    query: str, phrase: NumberPhrase, aliases: FieldAliases, tokens: list[Token], free: Free, today: date
+) -> tuple[list[Condition], list[Token]] | None:
+    """The conditions a phrase means and the words that named its field; ``None``: not a filter."""
+    year_like = phrase.value.is_integer() and 1000 <= phrase.value <= 2999
+    allowed = [
+        n
+        for n in aliases.names
+        if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
+    ]
+    words = _window(query, tokens, phrase, free)
+    if phrase.bare:  # only the word right beside the number may name the field
+        words = [(t, d) for t, d in words if d == 0 and (t.end <= phrase.start + 1 or t.start >= phrase.end - 1)]
+        words = [w for w in words if not query[w[0].start : w[0].end].replace(".", "").isdigit()]
+    scores: dict[str, float] = {}
+    named: dict[str, list[Token]] = {}
+    for t, dist in words:
+        for name, weight in aliases.word_weights(query[t.start : t.end]).items():
+            if name in allowed:
+                scores[name] = scores.get(name, 0.0) + weight * (1 - 0.15 * dist)
+                if weight >= 3 or dist == 0:  # a word of the field's own name, or right beside the number
+                    named.setdefault(name, []).append(t)
+    if phrase.unit:
+        for name in allowed:
+            w = aliases.unit_weight(phrase.unit, name)
+            if w:
+                scores[name] = scores.get(name, 0.0) + w
+    chosen: str | None = None
+    if scores:
+        total = {n: scores.get(n, 0.0) + _plausible(phrase, aliases, n) for n in allowed}
+        best = max(total.values())
+        tied = [n for n in allowed if total[n] == best]
+        if best <= 0:  # every field a word named is far from this number
+            chosen = None
+        elif len(tied) == 1:
+            chosen = tied[0]
+        elif all(n in aliases.time_fields for n in tied):  # a year field before a date field
+            chosen = min(tied, key=aliases.time_fields.index)
+    elif not phrase.bare:
+        chosen = _by_range(phrase, aliases, allowed, year_like)
+    if chosen is None:
+        return None
+    return _conditions(phrase, aliases, chosen, today), named.get(chosen, [])
+
+
+def _plausible(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
+    """+1.5 when the field holds the number, -4 when the number is far outside everything it holds."""
+    value = _in_unit(phrase, aliases, name)
+    return 1.5 if aliases.contains(name, value) else -4.0 if aliases.far_outside(name, value) else 0.0
+
+
+def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
+    return aliases.convert(phrase.value, phrase.unit, name)
+
+
+def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], year_like: bool) -> str | None:
+    """No word names a field: a year goes to a year field, else to the only date field; another number to the
+    only field whose values contain it."""
+    holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
+    if phrase.time_only or year_like:
+        numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
+        dates = aliases.catalog.date_fields()
+        only_date = dates[0] if len(dates) == 1 and dates[0] in allowed else None
+        for name in numbers:
+            if aliases.contains(name, phrase.value):
+                return name
+        if only_date is not None and aliases.contains(only_date, phrase.value):
+            return only_date
+        if phrase.time_only or not holding:  # a year outside every field's years: still a year
+            return numbers[0] if numbers else only_date
+    return holding[0] if len(holding) == 1 else None
+
+
+def _conditions(phrase: NumberPhrase, aliases: FieldAliases, name: str, today: date) -> list[Condition]:
+    is_date = aliases.catalog.field_kind(name) == "date"
+    is_time = name in aliases.time_fields
+    out: list[Condition] = []
+    for op, raw in phrase.bounds:
+        value: int | float | str = aliases.convert(raw, phrase.unit, name)
+        if not isinstance(op, Op):  # "older than 1990" is before it; "older than 10" (an age) is above it
+            op = {"older": (Op.LT, Op.GT), "or older": (Op.LTE, Op.GTE), "not older": (Op.GTE, Op.LTE)}[op][
+                0 if is_time else 1
+            ]
+        if is_date and phrase.months:
+            value = _months_ago(today, phrase.months).isoformat()
+        elif isinstance(value, float) and value.is_integer():
+            value = int(value)
+        out.append(Condition(name, op, value))
+    return out
+
+
+def _months_ago(today: date, months: float) -> date:
+    total = today.year * 12 + today.month - 1 - int(months)
+    year, month = divmod(total, 12)
+    day = min(today.day, 28)
+    return date(year, month + 1, day)
