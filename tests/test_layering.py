@@ -76,6 +76,5 @@ def test_strategies_and_post_stages_do_not_import_the_router(layer: str) -> None
     assert violations(layer, "waypost.route") == []
 
 
-@pytest.mark.xfail(strict=False, reason="filters/extract.py still imports index/metadata.py (the filters helper)")
 def test_filters_do_not_import_the_index() -> None:
     assert violations("filters", "waypost.index") == []
