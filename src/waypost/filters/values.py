@@ -6,11 +6,16 @@ stems it equals exactly; values written as codes (``TV-MA``, ``PG-13``, ``R``) m
 field of people's names (many distinct values, each on few chunks, most of them two to four capitalised words), a run of
 capitalised query words also matches the trailing words of exactly one name ("Nolan" -> "Christopher Nolan";
 an ambiguous surname matches nothing), and a one-word match needs a capital letter.
+
+Stemming tens of thousands of names is the expensive part, so the analysis of each field's values is kept for
+the process and shared by every build: a new generation (after a write) stems only the values it adds, and
+each build filters lookups through its own generation's value counts.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -48,18 +53,85 @@ class ValueForm:
     trailing: tuple[str, ...] = ()  # stems of a name's words, for surname matches
 
 
+@dataclass(frozen=True)
+class _Analysed:
+    value: str
+    content: frozenset[str]
+    kinds: frozenset[str]
+    norms: tuple[str, ...]  # every stem, stopwords included (a name's trailing words)
+
+
+class _FieldValues:
+    """Every value one field name has held in this process, analysed once: grows with each generation (the
+    values a write adds), never shrinks; a ``ValueIndex`` reads it through its own generation's counts."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.by_content: dict[frozenset[str], list[_Analysed]] = {}
+        self.by_trailing: dict[tuple[str, ...], list[_Analysed]] = {}
+        self.codes: dict[str, list[str]] = {}  # casefolded code -> values
+        self.code_like: set[str] = set()
+        self.name_like: set[str] = set()
+
+    def add(self, values: list[str], synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
+        stop = stop_stems()
+        for value in values:
+            if is_code(value):
+                self.code_like.add(value)
+                self.codes.setdefault(value.casefold(), []).append(value)
+            if _looks_like_name(value):
+                self.name_like.add(value)
+        for value, norms in zip(values, stem_all(values, synonyms), strict=True):
+            content_stems = [s for s in norms if s not in stop]
+            kinds = frozenset(s for s in content_stems if s in kind_words)
+            content = frozenset(s for s in content_stems if s not in kind_words)
+            if not content and not kinds:
+                continue
+            form = _Analysed(value, content, kinds, tuple(norms))
+            self.by_content.setdefault(content, []).append(form)
+            if value in self.name_like:
+                for i in range(1, len(norms)):
+                    self.by_trailing.setdefault(form.norms[i:], []).append(form)
+        self.seen.update(values)
+
+
+# (field name, synonyms, kind words) -> the field's values analysed so far, shared by every build in the process
+_SHARED: dict[tuple[str, tuple[tuple[str, str], ...], frozenset[str]], _FieldValues] = {}
+_SHARED_LOCK = threading.Lock()
+_REBUILD_FACTOR = 4  # start a field afresh when it holds this many times more values than a build needs
+
+
+def _field_values(
+    name: str, counts: dict[str, int], synonyms: dict[str, str], kinds: frozenset[str]
+) -> tuple[_FieldValues, int]:
+    """The shared analysis of a field, brought up to date with ``counts`` (only values never seen before are
+    stemmed: after a write, the new generation's few new values), and how many of ``counts`` look like names."""
+    key = (name, tuple(sorted(synonyms.items())), kinds)
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is None or len(found.seen) > _REBUILD_FACTOR * len(counts) + 10_000:
+            found = _SHARED[key] = _FieldValues()
+        if not found.seen:
+            found.add(list(counts), synonyms, kinds)
+        else:
+            new = counts.keys() - found.seen
+            if new:
+                found.add(sorted(new), synonyms, kinds)
+        return found, len(found.name_like.intersection(counts))
+
+
 class ValueIndex:
-    """String values by their content stems, codes by their text, names by their trailing words."""
+    """String values by their content stems, codes by their text, names by their trailing words.
+
+    The analysis of values (stems, codes, names) is shared across builds and only extended with new values;
+    what one build owns is its generation's value counts, through which every lookup is filtered."""
 
     def __init__(self, catalog: FieldCatalog, synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
         self.catalog = catalog
-        self.by_content: dict[frozenset[str], list[ValueForm]] = {}
-        self.codes: dict[str, list[tuple[str, str]]] = {}  # casefolded code -> (field, value)
-        self.by_trailing: dict[tuple[str, ...], list[ValueForm]] = {}
         self.name_fields: set[str] = set()
         self.booleans: list[str] = []
         self.list_fields: set[str] = set()
-        stop = stop_stems()
+        self._fields: list[tuple[str, dict[str, int], _FieldValues]] = []
         for name in catalog.fields:
             kind = catalog.field_kind(name)
             if not is_text(kind):
@@ -67,53 +139,52 @@ class ValueIndex:
             if kind == "strings":
                 self.list_fields.add(name)
             counts = catalog.values(name)
-            if counts and {v.casefold() for v in counts} <= _BOOLEAN:
+            if counts and all(v.casefold() in _BOOLEAN for v in counts):
                 self.booleans.append(name)
                 continue
-            name_like = {v for v in counts if _looks_like_name(v)}
-            names = len(name_like)
-            per_value = sum(counts.values()) / max(1, len(counts))
-            is_names = (
-                len(counts) >= NAME_FIELD_MIN_VALUES and names >= 0.6 * len(counts) and per_value <= NAME_MAX_USES
-            )
-            if is_names:
+            if not counts:
+                continue
+            shared, names = _field_values(name, counts, synonyms, kind_words)
+            per_value = sum(counts.values()) / len(counts)
+            if len(counts) >= NAME_FIELD_MIN_VALUES and names >= 0.6 * len(counts) and per_value <= NAME_MAX_USES:
                 self.name_fields.add(name)
-            words = [v for v in counts if is_names or not is_code(v)]
-            for value in counts:
-                if is_code(value) and not is_names:
-                    self.codes.setdefault(value.casefold(), []).append((name, value))
-            for value, norms in zip(words, stem_all(words, synonyms), strict=True):
-                count = counts[value]
-                content_stems = [s for s in norms if s not in stop]
-                kinds = frozenset(s for s in content_stems if s in kind_words)
-                content = frozenset(s for s in content_stems if s not in kind_words)
-                if not content and not kinds:
-                    continue
-                trailing = tuple(norms) if is_names else ()
-                form = ValueForm(name, value, content, kinds, count, trailing)
-                self.by_content.setdefault(content, []).append(form)
-                if trailing and value in name_like:
-                    for i in range(1, len(trailing)):
-                        self.by_trailing.setdefault(trailing[i:], []).append(form)
+            self._fields.append((name, counts, shared))
 
     def forms(self, content: frozenset[str]) -> list[ValueForm]:
-        return self.by_content.get(content, [])
+        out: list[ValueForm] = []
+        for name, counts, shared in self._fields:
+            is_names = name in self.name_fields
+            for a in shared.by_content.get(content, ()):
+                count = counts.get(a.value)
+                if count and (is_names or a.value not in shared.code_like):
+                    out.append(ValueForm(name, a.value, a.content, a.kinds, count, a.norms if is_names else ()))
+        return out
 
     def code_matches(self, query: str) -> list[tuple[re.Match[str], str, str]]:
         """(match, field, value) for each query token that is a code value; codes of one or two characters
         must match in case ("R" is a rating, "r" is not)."""
         out: list[tuple[re.Match[str], str, str]] = []
+        fields = [(n, c, s) for n, c, s in self._fields if s.codes and n not in self.name_fields]
         for m in _CODE_TOKEN.finditer(query):
-            for name, value in self.codes.get(m.group(0).casefold(), []):
-                if len(value) > 2 or m.group(0) == value:
-                    out.append((m, name, value))
+            token = m.group(0)
+            for name, counts, shared in fields:
+                for value in shared.codes.get(token.casefold(), ()):
+                    if value in counts and (len(value) > 2 or token == value):
+                        out.append((m, name, value))
         return out
 
     def surname(self, run: list[Token]) -> ValueForm | None:
         """The one name whose trailing words are this run of capitalised query words, if exactly one."""
         if not run or not all(t.capital for t in run) or len(run[-1].norm) < 3:
             return None
-        found = self.by_trailing.get(tuple(t.norm for t in run), [])
+        key = tuple(t.norm for t in run)
+        found = [
+            ValueForm(name, a.value, a.content, a.kinds, counts[a.value], a.norms)
+            for name, counts, shared in self._fields
+            if name in self.name_fields
+            for a in shared.by_trailing.get(key, ())
+            if a.value in counts
+        ]
         names = {(f.field, f.value) for f in found}
         return found[0] if len(names) == 1 else None
 
