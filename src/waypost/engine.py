@@ -263,6 +263,13 @@ class Collection:
             self._checked = embedder
         return embedder
 
+    def describe(self, text: str) -> None:
+        """Say what this collection holds (a sentence or two; "" clears it): ``auto`` reads it to choose
+        collections. Not a content change: cached results stay valid."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"a collection description is text, not {type(text).__name__}")
+        self.engine.store.set_collection_description(self.name, " ".join(text.split()))
+
     def _ingestor(self) -> Ingestor:
         return Ingestor(
             self.engine.store,
