@@ -37,6 +37,8 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
+from waypost.route.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, QueryCache
+from waypost.route.telemetry import RouteTelemetry
 from waypost.store.backend import open_backend
 from waypost.types import Document, Hit, RetrievalResult
 from waypost.validation import collection_name, id_list, name_string, one_id, positive_int, query_text, string_mapping
@@ -66,6 +68,8 @@ class EngineConfig:
     spacy_model: str = DEFAULT_SPACY_MODEL  # an installed spaCy pipeline package
     graph: GraphConfig | None = None  # synonym, community and drift settings (None: defaults)
     max_open_collections: int = DEFAULT_OPEN_COLLECTIONS  # live indexes, trees and graphs kept in memory (LRU)
+    query_cache_entries: int = DEFAULT_MAX_ENTRIES  # the query cache (``waypost.route.cache``): entries kept
+    query_cache_ttl_s: float = DEFAULT_TTL_S  # and for how long
 
 
 class Engine:
@@ -102,6 +106,8 @@ class Engine:
         self._lock = threading.Lock()
         self._llm: LLMProvider | None = None
         self._llm_ready = False
+        self.query_cache = QueryCache(self.config.query_cache_entries, self.config.query_cache_ttl_s)
+        self.telemetry = RouteTelemetry(self.backend.routes)  # routed queries, written in batches
 
     def llm(self) -> LLMProvider | None:
         """The configured LLM (cached on disk), or ``None`` for the LLM-free paths."""
@@ -156,6 +162,7 @@ class Engine:
     def close(self) -> None:
         """Finish background index work, save what is unsaved, then close the store."""
         try:
+            self.telemetry.close()
             self.indexes.close()
         finally:
             self.backend.close()
