@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
+from waypost.route.base import CollectionSelector
 from waypost.route.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, QueryCache
 from waypost.route.telemetry import RouteTelemetry
 from waypost.store.backend import open_backend
@@ -70,6 +71,7 @@ class EngineConfig:
     max_open_collections: int = DEFAULT_OPEN_COLLECTIONS  # live indexes, trees and graphs kept in memory (LRU)
     query_cache_entries: int = DEFAULT_MAX_ENTRIES  # the query cache (``waypost.route.cache``): entries kept
     query_cache_ttl_s: float = DEFAULT_TTL_S  # and for how long
+    collection_selector: str = "embedding"  # how search() chooses collections: embedding | llm
 
 
 class Engine:
@@ -108,6 +110,7 @@ class Engine:
         self._llm_ready = False
         self.query_cache = QueryCache(self.config.query_cache_entries, self.config.query_cache_ttl_s)
         self.telemetry = RouteTelemetry(self.backend.routes)  # routed queries, written in batches
+        self._collection_selector: CollectionSelector | None = None
 
     def llm(self) -> LLMProvider | None:
         """The configured LLM (cached on disk), or ``None`` for the LLM-free paths."""
@@ -231,6 +234,38 @@ class Engine:
         if language is not None:
             self.store.set_collection_language(name, check_language(language))
         return Collection(self, name, model)
+
+    def collection_selector(self) -> CollectionSelector:
+        """What ``search`` chooses collections with (``EngineConfig.collection_selector``), made once."""
+        with self._lock:
+            selector = self._collection_selector
+        if selector is None:
+            from waypost.route.search import make_collection_selector
+
+            selector = make_collection_selector(self, self.config.collection_selector)
+            with self._lock:
+                self._collection_selector = self._collection_selector or selector
+                selector = self._collection_selector
+        return selector
+
+    def use_collection_selector(self, selector: CollectionSelector) -> None:
+        """Choose collections with ``selector`` from now on (for example one with other weights)."""
+        with self._lock:
+            self._collection_selector = selector
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        collections: Sequence[str] | None = None,
+        strategy: str = "auto",
+        filters: Filter | None = None,
+    ) -> RetrievalResult:
+        """Search the named collections, or those ``auto`` chooses (one, or several fused by reciprocal rank);
+        the explanation says which were chosen, by what, with what confidence and why."""
+        from waypost.route.search import search
+
+        return search(self, query, k, collections, strategy, filters)
 
     def purge(self, vacuum: bool = True) -> PurgeReport:
         """``Collection.purge`` for every collection (see ``waypost.purge``)."""
