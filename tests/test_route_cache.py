@@ -70,14 +70,23 @@ def test_the_least_recently_used_entry_goes_first() -> None:
     assert cache.stats()["evictions"] == 1
 
 
-def test_a_caller_editing_its_copy_never_changes_the_cached_result() -> None:
+def test_a_caller_editing_its_copy_never_changes_the_cached_result(engine: Engine) -> None:
+    col = engine.collection("c", create=True)
+    col.add(DOCS)
     cache = QueryCache()
-    cache.put(key("q"), result("q"))
+    original = col.retrieve("blood pressure", "hybrid", 3)
+    cache.put(key("q"), original)
+    original.hits.clear()  # the caller's own object: the cache kept its own list
     first = cache.get(key("q"))
-    assert first is not None
+    assert first is not None and len(first.hits) == 3
+    notes = list(first.explanation.notes)
     first.explanation.notes.append("edited")
+    first.explanation.timings_ms["extra"] = 1.0
+    first.hits = first.hits[:1]
+    first.hits.append(first.hits[0])
     again = cache.get(key("q"))
-    assert again is not None and again.explanation.notes == []
+    assert again is not None and len(again.hits) == 3
+    assert again.explanation.notes == notes and "extra" not in again.explanation.timings_ms
 
 
 def test_settings_are_checked() -> None:

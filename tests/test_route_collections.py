@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from waypost.engine import Engine
+from waypost.errors import InvalidInputError
 from waypost.filters.model import Condition, Op
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, parse_collection_reply
@@ -131,3 +132,18 @@ def test_the_llm_selector_uses_a_valid_reply_and_falls_back_on_an_invented_name(
         )
         assert fallback.collections == ["sky"] and fallback.selector == "llm->embedding"
         assert fallback.reasoning.startswith("LLM reply unusable")
+
+
+def test_learned_exemplars_steer_the_choice_and_round_trip_as_json(three: Engine) -> None:
+    exemplars = {"recipes": ["what should I cook for dinner"], "sky": ["which planets can I see tonight"]}
+    learned = EmbeddingCollectionSelector(three, weights={"exemplar": 10.0}, exemplars=exemplars)
+    assert learned.name == "learned"
+    choice = learned.select("any ideas to cook for dinner tonight", ["films", "recipes", "sky"])
+    assert choice.collections == ["recipes"] and choice.selector == "learned"
+    signals = learned.signals("which planets can I see tonight", ["recipes", "sky"], skip_identical=True)
+    assert signals["sky"]["exemplar"] == 0.0  # the query itself is left out when fitting
+    assert learned.signals("which planets can I see tonight", ["sky"])["sky"]["exemplar"] > 0.99
+    again = EmbeddingCollectionSelector.from_json(three, learned.to_json())
+    assert (again.weights, again.exemplars, again.name) == (learned.weights, learned.exemplars, "learned")
+    with pytest.raises(InvalidInputError):
+        EmbeddingCollectionSelector.from_json(three, '{"weights": 3}')

@@ -158,6 +158,10 @@ class DocumentStore(Protocol):
 
     def set_collection_language(self, name: str, language: str) -> None: ...
 
+    def collection_description(self, name: str) -> str:
+        """What the collection holds, as set by the user ("" when never set); one cheap read."""
+        ...
+
     def set_collection_description(self, name: str, description: str) -> None:
         """Set what ``collection(name).description`` says ("" clears it); the generation does not move."""
         ...

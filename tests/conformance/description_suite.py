@@ -18,6 +18,7 @@ class DescriptionConformance:
         before = store.version("films")
         store.set_collection_description("films", "Movies: plot summaries, ratings, directors.")
         assert store.collection("films").description == "Movies: plot summaries, ratings, directors."
+        assert store.collection_description("films") == "Movies: plot summaries, ratings, directors."
         assert store.collection("papers").description == ""
         assert store.version("films") == before  # not a content change: cached results stay valid
         assert [c.description for c in store.collections()] == ["Movies: plot summaries, ratings, directors.", ""]
@@ -30,5 +31,7 @@ class DescriptionConformance:
         store.drop_collection("c")
         with pytest.raises(CollectionNotFoundError):
             store.set_collection_description("c", "nobody")
+        with pytest.raises(CollectionNotFoundError):
+            store.collection_description("c")
         store.create_collection("c", "m", DIM)
         assert store.collection("c").description == ""

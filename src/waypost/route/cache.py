@@ -62,8 +62,8 @@ def cache_key(collection: Collection, query: str, pipeline: str, k: int, filters
 
 
 class QueryCache:
-    """Thread-safe LRU with a TTL. ``get`` hands back a copy, so a caller that trims or annotates the result
-    never changes what the next caller gets."""
+    """Thread-safe LRU with a TTL. ``get`` hands back a copy (a new hit list, a new explanation), so a caller
+    that trims, reorders or annotates the result never changes what the next caller gets."""
 
     def __init__(
         self,
@@ -99,10 +99,10 @@ class QueryCache:
             self._entries.move_to_end(key)
             self.hits += 1
             stored = found[1]
-        return copy.deepcopy(stored)
+        return _copy(stored)
 
     def put(self, key: CacheKey, result: RetrievalResult) -> None:
-        stored = copy.deepcopy(result)  # outside the lock: later edits by the caller never reach the cache
+        stored = _copy(result)  # outside the lock: later edits by the caller never reach the cache
         now = self._clock()
         with self._lock:
             self._entries[key] = (now, stored)
@@ -142,6 +142,12 @@ class QueryCache:
                 "evictions": self.evictions,
                 "expirations": self.expirations,
             }
+
+
+def _copy(result: RetrievalResult) -> RetrievalResult:
+    """A copy a caller may edit: a new hit list (hits, chunks and provenance are frozen values) and a deep
+    copy of the small explanation. Much cheaper than a deep copy of every chunk's text."""
+    return RetrievalResult(list(result.hits), copy.deepcopy(result.explanation))
 
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "DEFAULT_TTL_S", "CacheKey", "QueryCache", "cache_key", "normalize_query"]

@@ -8,7 +8,13 @@ collection) read through the collection's index (never its name or field names):
 - ``centroid``: the cosine to the mean chunk vector (cached per collection version);
 - ``description``: the cosine to the collection's description (0 without one);
 - ``language``: the share of the collection's chunks in the query's detected language;
-- ``coverage``: the share of the query's terms the collection's vocabulary holds.
+- ``coverage``: the share of the query's terms the collection's vocabulary holds;
+- ``lexical``: the share of the query's terms that its best-matching chunk holds (rare names that one
+  chunk shares with the query say more than a vocabulary does);
+- ``metadata``: the share of the query's words the collection's filter extractor reads as values of its
+  metadata fields (a catalogue query such as "sports movies released before 2012");
+- ``exemplar`` (learned): the mean cosine to the 5 nearest past queries known to belong to the collection
+  (``exemplars``, e.g. training queries or queries users confirmed); 0 without them.
 
 A linear score over them (weights fit as a conditional logit on training queries: see
 ``benchmarks/bench_collections.py``) goes through a softmax over the collections, which makes the
@@ -21,6 +27,7 @@ name falls back to the embedding selector, and the reasoning says so."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -42,7 +49,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("waypost.route.collections")
 
-SIGNALS = ("probe", "sample", "centroid", "description", "language", "coverage")
+SIGNALS = ("probe", "sample", "centroid", "description", "language", "coverage", "lexical", "metadata", "exemplar")
+EXEMPLAR_K = 5
 # Fit on the training queries of the mixed workload (benchmarks/bench_collections.py --fit); the scale of
 # the weights is the softmax's inverse temperature, so the confidence is calibrated by the same fit.
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -52,6 +60,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "description": 10.0,
     "language": 4.0,
     "coverage": 4.0,
+    "lexical": 0.0,
+    "metadata": 4.0,
 }
 SAMPLE_SIZE = 200
 PROBE_K = 3
@@ -102,8 +112,13 @@ class EmbeddingCollectionSelector:
         weights: Mapping[str, float] | None = None,
         fuse_ratio: float = FUSE_RATIO,
         sample_size: int = SAMPLE_SIZE,
+        exemplars: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.engine = engine
+        self.exemplars = {name: list(texts) for name, texts in (exemplars or {}).items() if texts}
+        self._exemplar_vectors: dict[str, Vector] = {}
+        if self.exemplars:
+            self.name = "learned"
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         unknown = set(self.weights) - set(SIGNALS)
         if unknown:
@@ -118,11 +133,12 @@ class EmbeddingCollectionSelector:
         """The collection's profile at its current version (made once per version)."""
         store = self.engine.store
         version = store.version(name)
-        info = store.collection(name)
+        description = store.collection_description(name)
         with self._lock:
             found = self._profiles.get(name)
-            if found is not None and found.version == version and found.description == info.description:
+            if found is not None and found.version == version and found.description == description:
                 return found
+        info = store.collection(name)
         index = self.engine.indexes.get(name)
         vectors = _live_vectors(index, info.embed_dim)
         centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(info.embed_dim, np.float32)
@@ -148,12 +164,33 @@ class EmbeddingCollectionSelector:
         return made
 
     # -- scoring -------------------------------------------------------------------------------
-    def signals(self, query: str, names: Sequence[str]) -> dict[str, dict[str, float]]:
-        """Every signal of every collection for ``query``: ``{collection: {signal: value}}``."""
+    def exemplar_vectors(self, name: str) -> Vector | None:
+        texts = self.exemplars.get(name)
+        if not texts:
+            return None
+        with self._lock:
+            found = self._exemplar_vectors.get(name)
+        if found is None:
+            model = self.engine.store.collection(name).embed_model
+            found = np.asarray(self.engine.embedder(model).embed_documents(texts), np.float32)
+            with self._lock:
+                self._exemplar_vectors[name] = found
+        return found
+
+    def signals(
+        self,
+        query: str,
+        names: Sequence[str],
+        query_vectors: Mapping[str, Vector] | None = None,
+        skip_identical: bool = False,
+    ) -> dict[str, dict[str, float]]:
+        """Every signal of every collection for ``query``: ``{collection: {signal: value}}``.
+        ``query_vectors`` (embedding model -> the query's vector) saves embedding the query again;
+        ``skip_identical`` leaves the query itself out of the exemplars (fitting on the exemplars)."""
         from waypost.text.language import detector
 
         language = detector().detect(query)
-        vectors: dict[str, Vector] = {}
+        vectors: dict[str, Vector] = dict(query_vectors or {})
         out: dict[str, dict[str, float]] = {}
         for name in names:
             prof = self.profile(name)
@@ -168,18 +205,26 @@ class EmbeddingCollectionSelector:
                 "centroid": float(prof.centroid @ q),
                 "description": float(prof.description_vector @ q) if prof.description_vector is not None else 0.0,
                 "language": prof.languages.get(language, 0.0),
-                "coverage": _coverage(index, query, language),
+                **_term_signals(index, query, language),
+                "metadata": _metadata_share(index, query) if prof.fields else 0.0,
+                "exemplar": _nearest_mean(self.exemplar_vectors(name), q, skip_identical),
             }
         return out
 
-    def select(self, query: str, collections: Sequence[str], filters: Filter | None = None) -> CollectionChoice:
+    def select(
+        self,
+        query: str,
+        collections: Sequence[str],
+        filters: Filter | None = None,
+        query_vectors: Mapping[str, Vector] | None = None,
+    ) -> CollectionChoice:
         names = list(dict.fromkeys(collections))
         if not names:
             raise WaypostError("there is no collection to search: ingest documents first")
         allowed, why_fields = restrict_by_fields(self.engine, names, filters)
         if len(allowed) == 1:
             return CollectionChoice(allowed, 1.0, why_fields, self.name, {allowed[0]: 1.0})
-        signals = self.signals(query, allowed)
+        signals = self.signals(query, allowed, query_vectors)
         logits = np.array([sum(self.weights.get(s, 0.0) * signals[n][s] for s in SIGNALS) for n in allowed])
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
@@ -195,6 +240,25 @@ class EmbeddingCollectionSelector:
             reasoning = why_fields + "; " + reasoning
         return CollectionChoice(chosen, float(probs[order[: len(chosen)]].sum()), reasoning, self.name, scores)
 
+    def to_json(self) -> str:
+        """The selector's learned state (weights, fuse ratio, exemplar queries) as JSON."""
+        return json.dumps(
+            {"weights": self.weights, "fuse_ratio": self.fuse_ratio, "exemplars": self.exemplars},
+            ensure_ascii=False,
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, engine: Engine, text: str) -> EmbeddingCollectionSelector:
+        try:
+            raw = json.loads(text)
+            weights = {str(k): float(v) for k, v in raw["weights"].items()}
+            exemplars = {str(k): [str(t) for t in v] for k, v in raw.get("exemplars", {}).items()}
+            fuse_ratio = float(raw.get("fuse_ratio", FUSE_RATIO))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InvalidInputError(f"not a collection selector profile: {exc}") from None
+        return cls(engine, weights, fuse_ratio, exemplars=exemplars)
+
 
 def _live_vectors(index: IndexSet, dim: int) -> Vector:
     parts = []
@@ -204,17 +268,51 @@ def _live_vectors(index: IndexSet, dim: int) -> Vector:
     return np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
 
 
-def _coverage(index: IndexSet, query: str, language: str) -> float:
-    """The share of the query's terms (analyzed in its language) that occur in the collection."""
+def _term_signals(index: IndexSet, query: str, language: str) -> dict[str, float]:
+    """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection)
+    and ``lexical`` (the share that the best single chunk holds)."""
     if language not in index.languages:
         language = max(index.languages, key=lambda k: index.languages[k]) if index.languages else language
     terms = set(index.analyzers(language).terms(query))
     if not terms:
-        return 0.0
+        return {"coverage": 0.0, "lexical": 0.0}
     df = index.chunk_stats.df
     ids = index.vocab.ids
-    known = sum(1 for t in terms if t in ids and ids[t] < df.shape[0] and df[ids[t]] > 0)
-    return known / len(terms)
+    known = [ids[t] for t in terms if t in ids and ids[t] < df.shape[0] and df[ids[t]] > 0]
+    matched = np.zeros(len(index), dtype=np.int32)
+    for segment, offset in zip(index.segments, index.offsets, strict=True):
+        postings = segment.chunks
+        for term in known:
+            if term < postings.terms:
+                start, end = int(postings.by_term_ptr[term]), int(postings.by_term_ptr[term + 1])
+                matched[offset + np.asarray(postings.by_term_row[start:end])] += 1
+    if index.live is not None:
+        matched[~index.live] = 0
+    best = int(matched.max()) if len(matched) else 0
+    return {"coverage": len(known) / len(terms), "lexical": best / len(terms)}
+
+
+def _nearest_mean(vectors: Vector | None, q: Vector, skip_identical: bool) -> float:
+    if vectors is None or not len(vectors):
+        return 0.0
+    sims = vectors @ q
+    if skip_identical:
+        sims = sims[sims < 0.9999]
+    if not len(sims):
+        return 0.0
+    top = np.partition(sims, len(sims) - min(EXEMPLAR_K, len(sims)))[-EXEMPLAR_K:]
+    return float(top.mean())
+
+
+def _metadata_share(index: IndexSet, query: str) -> float:
+    """The share of the query's words the collection's filter extractor turns into conditions."""
+    words = len(query.split())
+    if not words:
+        return 0.0
+    extraction = index.extractor().extract(query)
+    if extraction.filter is None:
+        return 0.0
+    return max(0.0, 1.0 - len(extraction.semantic_query.split()) / words)
 
 
 # -- the LLM selector ---------------------------------------------------------------------------------

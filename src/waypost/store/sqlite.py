@@ -293,6 +293,12 @@ class SQLiteStore:
         with self._write_lock:
             self._writer.execute("UPDATE collections SET language=? WHERE name=?", (language, name))
 
+    def collection_description(self, name: str) -> str:
+        row = self._conn.execute("SELECT description FROM collections WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
+        return str(row[0])
+
     def set_collection_description(self, name: str, description: str) -> None:
         """What the collection holds, in a sentence or two (collection selectors read it); not a content
         change: the generation stays."""
