@@ -1,8 +1,10 @@
 """Query cache hit rate on a replayed workload, and what a hit and a put cost.
 
 The workload: the TEST queries of the six mixed sets (as ``bench_collections.py`` loads them), each given a
-popularity rank by a seeded shuffle, replayed as a stream of ``--n`` queries drawn with probability
-proportional to ``1 / rank**s`` (Zipf; ``s`` about 1 is typical of search logs). A share of repeats is
+popularity rank by a seeded shuffle, replayed as a stream of ``--n`` queries: with probability
+``--unique`` the next query is one never asked before (the long tail of one-off queries; about half of a
+search log's queries are one-offs), else one drawn with probability proportional to ``1 / rank**s``
+(Zipf; ``s`` about 1 is typical of search logs). A share of repeats is
 retyped (other case, doubled spaces) as users do; normalization must still hit. Queries arrive every
 ``--gap`` seconds on an injected clock, so the TTL (1,800 s) matters; every ``--write-every`` queries one
 collection (drawn at random) takes a write, which moves its version and so invalidates its entries. Each
@@ -48,13 +50,18 @@ def retype(text: str, rng: random.Random) -> str:
     return text
 
 
-def replay(queries: list[Any], n: int, s: float, gap: float, write_every: int, seed: int = 0) -> dict[str, Any]:
+def replay(
+    queries: list[Any], n: int, s: float, gap: float, write_every: int, unique: float, seed: int = 0
+) -> dict[str, Any]:
     rng = random.Random(seed)
     order = list(range(len(queries)))
     rng.shuffle(order)
-    weights = np.array([1.0 / (rank + 1) ** s for rank in range(len(order))])
+    head = len(order) // 2  # popular queries come from one half; one-offs from the other, never repeated
+    weights = np.array([1.0 / (rank + 1) ** s for rank in range(head)])
     weights /= weights.sum()
-    picks = np.random.default_rng(seed).choice(len(order), size=n, p=weights)
+    zipf = np.random.default_rng(seed).choice(head, size=n, p=weights)
+    tail = iter(range(head, len(order)))
+    picks = [next(tail, int(z)) if rng.random() < unique else int(z) for z in zipf]
     clock = Clock()
     cache = QueryCache(clock=clock)
     versions = {name: 0 for name in SETS}
@@ -121,15 +128,24 @@ def hit_cost(repeat: int = 2000) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--n", type=int, default=1500)
     ap.add_argument("--gap", type=float, default=2.0, help="seconds between queries (simulated)")
     ap.add_argument("--write-every", type=int, default=500)
+    ap.add_argument("--unique", type=float, default=0.5, help="share of one-off queries in the stream")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     queries = [q for q in load_queries(SETS) if q.split == "test"]
-    runs = [replay(queries, args.n, s, args.gap, args.write_every) for s in (0.8, 1.0, 1.2)]
-    runs.append({**replay(queries, args.n, 1.0, args.gap, 0), "note": "no writes"})
-    report = {"test_queries": len(queries), "gap_s": args.gap, "runs": runs, "cost": hit_cost()}
+    runs = [replay(queries, args.n, s, args.gap, args.write_every, args.unique) for s in (0.8, 1.0, 1.2)]
+    runs.append({**replay(queries, args.n, 1.0, args.gap, 0, args.unique), "note": "no writes"})
+    runs.append({**replay(queries, args.n, 1.0, args.gap, args.write_every, 0.0), "note": "no one-off queries"})
+    report = {
+        "test_queries": len(queries),
+        "gap_s": args.gap,
+        "unique": args.unique,
+        "write_every": args.write_every,
+        "runs": runs,
+        "cost": hit_cost(),
+    }
     if args.json:
         print(json.dumps(report, indent=2))
     else:
