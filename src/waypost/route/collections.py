@@ -132,14 +132,14 @@ class EmbeddingCollectionSelector:
     def profile(self, name: str) -> CollectionProfile:
         """The collection's profile at its current version (made once per version)."""
         store = self.engine.store
-        version = store.version(name)
+        index = self.engine.indexes.get(name)  # current: it checks the store's version itself
+        version = index.version
         description = store.collection_description(name)
         with self._lock:
             found = self._profiles.get(name)
             if found is not None and found.version == version and found.description == description:
                 return found
         info = store.collection(name)
-        index = self.engine.indexes.get(name)
         vectors = _live_vectors(index, info.embed_dim)
         centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(info.embed_dim, np.float32)
         centroid = (centroid / max(float(np.linalg.norm(centroid)), 1e-9)).astype(np.float32)
