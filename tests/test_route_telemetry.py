@@ -101,3 +101,12 @@ def test_route_stats_summarizes_pipelines_latency_hits_and_retries(tmp_path: Pat
     engine.close()  # closing writes what was buffered
     with open_backend(tmp_path / "store") as again:
         assert again.routes.count() == 16
+
+
+def test_dropping_a_collection_drops_its_routes(tmp_path: Path) -> None:
+    with Engine(tmp_path / "store", EngineConfig(embed_model="m")) as engine:
+        engine.store.create_collection("a", "m", 4)
+        engine.telemetry.record(record(1, collection="a"))
+        engine.telemetry.record(record(2, collection="b"))
+        engine.drop("a")  # the record of "a" was still buffered
+        assert [r.collection for r in engine.backend.routes.records()] == ["b"]

@@ -276,6 +276,8 @@ class Engine:
     def drop(self, name: str) -> None:
         name = collection_name(name, new=False)  # never a path: the index folder of this name is removed
         self.store.drop_collection(name)
+        self.telemetry.flush()  # its routes go with it, buffered ones too
+        self.backend.routes.clear(name)
         self.indexes.forget(name)
         self.trees.forget(name)
         self.graphs.forget(name)
