@@ -129,10 +129,11 @@ class EmbeddingCollectionSelector:
         self._lock = threading.Lock()
 
     # -- profiles ------------------------------------------------------------------------------
-    def profile(self, name: str) -> CollectionProfile:
-        """The collection's profile at its current version (made once per version)."""
+    def profile(self, name: str, index: IndexSet | None = None) -> CollectionProfile:
+        """The collection's profile at its current version (made once per version); ``index``: its current
+        index, when the caller holds it already."""
         store = self.engine.store
-        index = self.engine.indexes.get(name)  # current: it checks the store's version itself
+        index = index or self.engine.indexes.get(name)  # current: it checks the store's version itself
         version = index.version
         description = store.collection_description(name)
         with self._lock:
@@ -193,21 +194,21 @@ class EmbeddingCollectionSelector:
         vectors: dict[str, Vector] = dict(query_vectors or {})
         out: dict[str, dict[str, float]] = {}
         for name in names:
-            prof = self.profile(name)
+            index = self.engine.indexes.get(name)
+            prof = self.profile(name, index)
             if prof.model not in vectors:
                 vectors[prof.model] = np.asarray(self.engine.embedder(prof.model).embed_query(query), np.float32)
             q = vectors[prof.model]
-            index = self.engine.indexes.get(name)
             _pos, top = index.dense.search(q, PROBE_K, index.live)
             out[name] = {
                 "probe": float(np.mean(top)) if len(top) else 0.0,
                 "sample": float(np.max(prof.sample @ q)) if len(prof.sample) else 0.0,
                 "centroid": float(prof.centroid @ q),
-                "description": float(prof.description_vector @ q) if prof.description_vector is not None else 0.0,
+                "description": 0.0 if prof.description_vector is None else float(prof.description_vector @ q),
                 "language": prof.languages.get(language, 0.0),
                 **_term_signals(index, query, language),
                 "metadata": _metadata_share(index, query) if prof.fields else 0.0,
-                "exemplar": _nearest_mean(self.exemplar_vectors(name), q, skip_identical),
+                "exemplar": _nearest_mean(self.exemplar_vectors(name), q, skip_identical) if self.exemplars else 0.0,
             }
         return out
 
