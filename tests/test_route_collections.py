@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from waypost.engine import Engine
-from waypost.errors import InvalidInputError
+from waypost.base import Embedder
+from waypost.engine import Engine, EngineConfig
+from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Condition, Op
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, parse_collection_reply
@@ -147,3 +151,14 @@ def test_learned_exemplars_steer_the_choice_and_round_trip_as_json(three: Engine
     assert (again.weights, again.exemplars, again.name) == (learned.weights, learned.exemplars, "learned")
     with pytest.raises(InvalidInputError):
         EmbeddingCollectionSelector.from_json(three, '{"weights": 3}')
+
+
+def test_the_engine_loads_a_learned_profile(tmp_path: Path, minilm: Embedder) -> None:
+    profile = tmp_path / "selector.json"
+    profile.write_text(json.dumps({"weights": {"exemplar": 5.0}, "exemplars": {"a": ["dinner ideas"]}}))
+    with Engine(tmp_path / "store", EngineConfig(collection_selector=f"learned:{profile}")) as engine:
+        selector = engine.collection_selector()
+        assert isinstance(selector, EmbeddingCollectionSelector) and selector.name == "learned"
+    with Engine(tmp_path / "store", EngineConfig(collection_selector="learned:/no/such.json")) as engine:
+        with pytest.raises(WaypostError, match="cannot read the collection selector profile"):
+            engine.collection_selector()

@@ -71,7 +71,7 @@ class EngineConfig:
     max_open_collections: int = DEFAULT_OPEN_COLLECTIONS  # live indexes, trees and graphs kept in memory (LRU)
     query_cache_entries: int = DEFAULT_MAX_ENTRIES  # the query cache (``waypost.route.cache``): entries kept
     query_cache_ttl_s: float = DEFAULT_TTL_S  # and for how long
-    collection_selector: str = "embedding"  # how search() chooses collections: embedding | llm
+    collection_selector: str = "embedding"  # how search() chooses collections: embedding | learned:PATH | llm
 
 
 class Engine:

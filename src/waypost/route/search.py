@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from waypost.errors import InvalidInputError, WaypostError
@@ -18,14 +19,23 @@ from waypost.validation import positive_int, query_text
 if TYPE_CHECKING:
     from waypost.engine import Engine
 
-SELECTORS = ("embedding", "llm")
+SELECTORS = ("embedding", "learned:PATH", "llm")
 
 
 def make_collection_selector(engine: Engine, kind: str = "embedding") -> CollectionSelector:
-    """``embedding`` (no LLM), or ``llm`` (the engine's LLM, falling back to embeddings)."""
+    """``embedding`` (no LLM), ``learned:PATH`` (a JSON profile with exemplar queries and fitted weights,
+    as ``benchmarks/bench_collections.py --save`` writes), or ``llm`` (the engine's LLM, falling back to
+    embeddings)."""
     embedding = EmbeddingCollectionSelector(engine)
     if kind == "embedding":
         return embedding
+    if kind.startswith("learned:"):
+        path = Path(kind.removeprefix("learned:"))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise WaypostError(f"cannot read the collection selector profile {path}: {exc.strerror}") from None
+        return EmbeddingCollectionSelector.from_json(engine, text)
     if kind == "llm":
         llm = engine.llm()
         if llm is None:
