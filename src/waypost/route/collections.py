@@ -51,17 +51,20 @@ logger = logging.getLogger("waypost.route.collections")
 
 SIGNALS = ("probe", "sample", "centroid", "description", "language", "coverage", "lexical", "metadata", "exemplar")
 EXEMPLAR_K = 5
-# Fit on the training queries of the mixed workload (benchmarks/bench_collections.py --fit); the scale of
-# the weights is the softmax's inverse temperature, so the confidence is calibrated by the same fit.
+# Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
+# queries of six sets; benchmarks/bench_collections.py --fit). The weights' scale is the softmax's inverse
+# temperature, so the same fit calibrates the confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 40.0,
-    "sample": 10.0,
-    "centroid": 5.0,
-    "description": 10.0,
-    "language": 4.0,
-    "coverage": 4.0,
-    "lexical": 0.0,
-    "metadata": 4.0,
+    "probe": 3.547,
+    "sample": 2.066,
+    "centroid": 2.271,
+    # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
+    # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
+    "description": 2.271,
+    "language": 0.426,
+    "coverage": 2.966,
+    "lexical": 3.366,
+    "metadata": 1.564,
 }
 SAMPLE_SIZE = 200
 PROBE_K = 3
