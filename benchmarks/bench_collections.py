@@ -11,6 +11,11 @@ it is copied first (SQLite backup API plus its index folder) to ``--copy-to``.
 
     PYTHONPATH=src python benchmarks/bench_collections.py --fit      # fit on train, report on test
     PYTHONPATH=src python benchmarks/bench_collections.py --json
+
+Measured 2026-11-25 (2,001 train / 1,277 test queries, 2 busy cores): test accuracy 99.45% for the
+embedding selector (fit without exemplars; these are the shipped DEFAULT_WEIGHTS) and for the learned one
+(with the training queries as exemplars); per set 100% fiction-multihop, netflix, qmsum, xquad-th, 98.7%
+scifact, 94.2% hotpotqa-100 (52 test queries; its Wikipedia questions about films go to netflix).
 """
 
 from __future__ import annotations
