@@ -3,8 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance.description_suite import DescriptionConformance
 from tests.conformance.graph_suite import GraphRepositoryConformance
 from tests.conformance.purge_suite import PurgeConformance
+from tests.conformance.route_suite import RouteLogConformance
 from tests.conformance.store_suite import Reopen, StoreConformance
 from tests.conformance.tree_suite import TreeRepositoryConformance
 from waypost.base import DocumentStore
@@ -12,7 +14,7 @@ from waypost.store.backend import Backend, open_backend
 from waypost.store.sqlite import SQLiteStore
 
 
-class TestSQLiteStore(StoreConformance, PurgeConformance):
+class TestSQLiteStore(StoreConformance, PurgeConformance, DescriptionConformance):
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[SQLiteStore]:
         s = SQLiteStore(tmp_path / "store.sqlite")
@@ -63,3 +65,9 @@ class TestSQLiteGraphs(GraphRepositoryConformance):
     @pytest.fixture
     def graphs(self, backend: Backend) -> object:
         return backend.graphs
+
+
+class TestSQLiteRoutes(RouteLogConformance):
+    @pytest.fixture
+    def routes(self, backend: Backend) -> object:
+        return backend.routes

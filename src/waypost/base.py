@@ -38,6 +38,7 @@ class CollectionInfo:
     generation: int
     documents: int
     chunks: int
+    description: str = ""  # what the collection holds, set by the user ("" when none)
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,14 @@ class DocumentStore(Protocol):
         ...
 
     def set_collection_language(self, name: str, language: str) -> None: ...
+
+    def collection_description(self, name: str) -> str:
+        """What the collection holds, as set by the user ("" when never set); one cheap read."""
+        ...
+
+    def set_collection_description(self, name: str, description: str) -> None:
+        """Set what ``collection(name).description`` says ("" clears it); the generation does not move."""
+        ...
 
     def language_counts(self, name: str) -> dict[str, int]:
         """Chunks per stored language code."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,9 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
+from waypost.route.base import CollectionSelector
+from waypost.route.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, QueryCache
+from waypost.route.telemetry import RouteTelemetry
 from waypost.store.backend import open_backend
 from waypost.types import Document, Hit, RetrievalResult
 from waypost.validation import collection_name, id_list, name_string, one_id, positive_int, query_text, string_mapping
@@ -66,6 +69,9 @@ class EngineConfig:
     spacy_model: str = DEFAULT_SPACY_MODEL  # an installed spaCy pipeline package
     graph: GraphConfig | None = None  # synonym, community and drift settings (None: defaults)
     max_open_collections: int = DEFAULT_OPEN_COLLECTIONS  # live indexes, trees and graphs kept in memory (LRU)
+    query_cache_entries: int = DEFAULT_MAX_ENTRIES  # the query cache (``waypost.route.cache``): entries kept
+    query_cache_ttl_s: float = DEFAULT_TTL_S  # and for how long
+    collection_selector: str = "embedding"  # how search() chooses collections: embedding | learned:PATH | llm
 
 
 class Engine:
@@ -102,6 +108,9 @@ class Engine:
         self._lock = threading.Lock()
         self._llm: LLMProvider | None = None
         self._llm_ready = False
+        self.query_cache = QueryCache(self.config.query_cache_entries, self.config.query_cache_ttl_s)
+        self.telemetry = RouteTelemetry(self.backend.routes)  # routed queries, written in batches
+        self._collection_selector: CollectionSelector | None = None
 
     def llm(self) -> LLMProvider | None:
         """The configured LLM (cached on disk), or ``None`` for the LLM-free paths."""
@@ -156,6 +165,7 @@ class Engine:
     def close(self) -> None:
         """Finish background index work, save what is unsaved, then close the store."""
         try:
+            self.telemetry.close()
             self.indexes.close()
         finally:
             self.backend.close()
@@ -225,6 +235,38 @@ class Engine:
             self.store.set_collection_language(name, check_language(language))
         return Collection(self, name, model)
 
+    def collection_selector(self) -> CollectionSelector:
+        """What ``search`` chooses collections with (``EngineConfig.collection_selector``), made once."""
+        with self._lock:
+            selector = self._collection_selector
+        if selector is None:
+            from waypost.route.search import make_collection_selector
+
+            selector = make_collection_selector(self, self.config.collection_selector)
+            with self._lock:
+                self._collection_selector = self._collection_selector or selector
+                selector = self._collection_selector
+        return selector
+
+    def use_collection_selector(self, selector: CollectionSelector) -> None:
+        """Choose collections with ``selector`` from now on (for example one with other weights)."""
+        with self._lock:
+            self._collection_selector = selector
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        collections: Sequence[str] | None = None,
+        strategy: str = "auto",
+        filters: Filter | None = None,
+    ) -> RetrievalResult:
+        """Search the named collections, or those ``auto`` chooses (one, or several fused by reciprocal rank);
+        the explanation says which were chosen, by what, with what confidence and why."""
+        from waypost.route.search import search
+
+        return search(self, query, k, collections, strategy, filters)
+
     def purge(self, vacuum: bool = True) -> PurgeReport:
         """``Collection.purge`` for every collection (see ``waypost.purge``)."""
         from waypost.purge import purge
@@ -234,6 +276,8 @@ class Engine:
     def drop(self, name: str) -> None:
         name = collection_name(name, new=False)  # never a path: the index folder of this name is removed
         self.store.drop_collection(name)
+        self.telemetry.flush()  # its routes go with it, buffered ones too
+        self.backend.routes.clear(name)
         self.indexes.forget(name)
         self.trees.forget(name)
         self.graphs.forget(name)
@@ -262,6 +306,13 @@ class Collection:
                 )
             self._checked = embedder
         return embedder
+
+    def describe(self, text: str) -> None:
+        """Say what this collection holds (a sentence or two; "" clears it): ``auto`` reads it to choose
+        collections. Not a content change: cached results stay valid."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"a collection description is text, not {type(text).__name__}")
+        self.engine.store.set_collection_description(self.name, " ".join(text.split()))
 
     def _ingestor(self) -> Ingestor:
         return Ingestor(

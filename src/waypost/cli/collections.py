@@ -1,4 +1,4 @@
-"""Collections and their documents: add, rm, purge, ls."""
+"""Collections and their documents: add, rm, purge, ls, collection describe."""
 
 from __future__ import annotations
 
@@ -130,3 +130,23 @@ def ls_(
     for row in rows:
         table.add_row(*[str(v) for v in row.values()])
     console.print(table)
+
+
+collection_app = typer.Typer(no_args_is_help=True, help="A collection's settings (its description).")
+app.add_typer(collection_app, name="collection")
+
+
+@collection_app.command("describe")
+def describe(
+    name: Annotated[str, typer.Argument(help="The collection.")],
+    text: Annotated[
+        str, typer.Argument(help='What it holds, e.g. "Movie catalogue: plots, cast, ratings" ("" clears).')
+    ],
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Say what a collection holds: --strategy auto reads it to choose collections."""
+    with _engine(_existing(store)) as engine:
+        coll = engine.collection(name)
+        coll.describe(text)
+        described = coll.info.description
+    console.print(f"{name}: {described}" if described else f"{name}: description cleared")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
+import typer
 from rich.table import Table
 
 from waypost.cli.app import app, console
@@ -18,10 +20,22 @@ from waypost.cli.common import (
 )
 from waypost.engine import DEFAULT_COLLECTION
 
+RoutesOpt = Annotated[
+    bool, typer.Option("--routes", help="Routed queries instead: pipelines' share and latency, cache hits, retries.")
+]
+
 
 @app.command()
-def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECTION, as_json: JsonOpt = False) -> None:
-    """Counts, model, metadata fields and index state of a collection."""
+def stats(
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    as_json: JsonOpt = False,
+    routes: RoutesOpt = False,
+) -> None:
+    """Counts, model, metadata fields and index state of a collection; with --routes, the routes taken."""
+    if routes:
+        _route_report(store, as_json)
+        return
     with _engine(_existing(store)) as engine:
         coll = engine.collection(collection)
         info = coll.info
@@ -76,3 +90,36 @@ def stats(store: StoreOpt = DEFAULT_STORE, collection: CollOpt = DEFAULT_COLLECT
         for name, f in data["fields"].items():
             table.add_row(name, f["kind"], str(f["list"]), str(f["distinct"] or ""), str(f["range"] or ""))
         console.print(table)
+
+
+def _route_report(store: Path, as_json: bool) -> None:
+    """Every collection's recorded routes (``waypost.route.telemetry.route_stats``)."""
+    from waypost.route.telemetry import route_stats
+
+    with _engine(_existing(store)) as engine:
+        data = route_stats(engine)
+    if as_json:
+        print(json.dumps(data))
+        return
+    if not data["routes"]:
+        console.print("no routed queries recorded yet (queries with --strategy auto are recorded)")
+        return
+    table = Table(title=f"{data['routes']} routed queries")
+    for col in ("pipeline", "share", "confidence", "p50 ms", "p95 ms", "cache hits"):
+        table.add_column(col)
+    for label, row in data["pipelines"].items():
+        table.add_row(
+            label,
+            f"{row['share']:.1%}",
+            f"{row['confidence_mean']:.2f}",
+            f"{row['latency_ms']['p50']:.1f}",
+            f"{row['latency_ms']['p95']:.1f}",
+            f"{row['cache_hit_rate']:.1%}",
+        )
+    console.print(table)
+    retries = data["retries"]
+    console.print(
+        f"cache hit rate {data['cache_hit_rate']:.1%}; retried {retries['retried_share']:.1%} of queries "
+        f"({retries['total']} retries); latency p50 {data['latency_ms']['p50']:.1f} ms, "
+        f"p95 {data['latency_ms']['p95']:.1f} ms; per collection {data['collections']}"
+    )

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from waypost.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from waypost.filters.model import Filter
 
 Scalar = str | int | float | bool
 FUSE = "fuse"  # the pseudo-strategy of a pipeline that fuses other pipelines by reciprocal rank
@@ -159,11 +162,22 @@ class CollectionChoice:
     selector: str
     scores: dict[str, float] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collections": list(self.collections),
+            "confidence": round(self.confidence, 4),
+            "reasoning": self.reasoning,
+            "selector": self.selector,
+            "scores": {name: round(score, 4) for name, score in self.scores.items()},
+        }
+
 
 class CollectionSelector(Protocol):
+    """Chooses among ``collections``; a filter the query carries is a signal (its fields narrow the choice)."""
+
     name: str
 
-    def select(self, query: str, collections: Sequence[str]) -> CollectionChoice: ...
+    def select(self, query: str, collections: Sequence[str], filters: Filter | None = None) -> CollectionChoice: ...
 
 
 @dataclass

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from waypost.base import DocumentStore
-from waypost.store.protocols import GraphRepository, TreeRepository
+from waypost.store.protocols import GraphRepository, RouteLog, TreeRepository
 from waypost.store.sqlite import SQLiteStore
 from waypost.store.sqlite_graphs import SQLiteGraphRepository
+from waypost.store.sqlite_routes import SQLiteRouteLog
 from waypost.store.sqlite_trees import SQLiteTreeRepository
 
 SQLITE_FILE = "store.sqlite"  # the system of record and the derived tables, in the store directory
@@ -19,12 +20,13 @@ SQLITE_FILE = "store.sqlite"  # the system of record and the derived tables, in 
 
 @dataclass(frozen=True)
 class Backend:
-    """One store: its documents (the system of record) and the repositories of derived structures."""
+    """One store: its documents (the system of record), the repositories of derived structures, route telemetry."""
 
     location: str  # where it lives, for messages
     documents: DocumentStore
     trees: TreeRepository
     graphs: GraphRepository
+    routes: RouteLog  # route telemetry (``waypost.route.telemetry``)
 
     def close(self) -> None:
         self.documents.close()
@@ -45,7 +47,7 @@ def open_backend(directory: str | Path) -> Backend:
     """The store kept in ``directory``, created if missing."""
     path = Path(directory) / SQLITE_FILE
     documents = SQLiteStore(path)
-    return Backend(str(path), documents, SQLiteTreeRepository(path), SQLiteGraphRepository(path))
+    return Backend(str(path), documents, SQLiteTreeRepository(path), SQLiteGraphRepository(path), SQLiteRouteLog(path))
 
 
 __all__ = ["Backend", "open_backend", "store_exists"]

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from waypost.graph.graph import GraphConfig, KnowledgeGraph, Touched
     from waypost.hierarchy.tree import Tree, TreeConfig
+    from waypost.route.base import RouteRecord
 
 
 def make_version(uid: str, generation: int, nonce: str) -> str:
@@ -143,9 +146,34 @@ class GraphRepository(Protocol):
     def size_bytes(self, collection: str) -> int: ...
 
 
+DEFAULT_ROUTES_KEPT = 10_000
+
+
+class RouteLog(Protocol):
+    """Telemetry of routed queries (``waypost.route.telemetry``), bounded: ``append`` keeps only the newest
+    ``keep`` records of the store and deletes older ones in the same transaction. A record holds no query
+    text (only its length), so nothing here needs purging with deleted documents."""
+
+    def append(self, records: Sequence[RouteRecord], keep: int = DEFAULT_ROUTES_KEPT) -> int:
+        """Add ``records`` (in order) in one transaction, trim to the newest ``keep``; returns how many are kept."""
+        ...
+
+    def records(self, collection: str | None = None, limit: int | None = None) -> list[RouteRecord]:
+        """Kept records, oldest first; of one collection, and only the newest ``limit``, when given."""
+        ...
+
+    def count(self) -> int: ...
+
+    def clear(self, collection: str | None = None) -> int:
+        """Delete every record, or one collection's; returns how many went."""
+        ...
+
+
 __all__ = [
+    "DEFAULT_ROUTES_KEPT",
     "GraphRecord",
     "GraphRepository",
+    "RouteLog",
     "TreeRecord",
     "TreeRepository",
     "make_version",

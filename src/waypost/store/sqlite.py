@@ -192,6 +192,8 @@ class SQLiteStore:
                 self._writer.execute("UPDATE collections SET log_floor = generation")
             if "nonce" not in columns:  # stores made before versions carried a per-commit nonce
                 self._writer.execute("ALTER TABLE collections ADD COLUMN nonce TEXT NOT NULL DEFAULT ''")
+            if "description" not in columns:  # stores made before collections had a description
+                self._writer.execute("ALTER TABLE collections ADD COLUMN description TEXT NOT NULL DEFAULT ''")
             self._writer.execute("UPDATE collections SET uid = lower(hex(randomblob(8))) WHERE uid IS NULL")
             self._writer.execute("UPDATE collections SET nonce = lower(hex(randomblob(8))) WHERE nonce = ''")
 
@@ -237,13 +239,13 @@ class SQLiteStore:
         conn = self._conn
         with _Transaction(conn, immediate=False):
             row = conn.execute(
-                "SELECT name, embed_model, embed_dim, generation FROM collections WHERE name=?", (name,)
+                "SELECT name, embed_model, embed_dim, generation, description FROM collections WHERE name=?", (name,)
             ).fetchone()
             if row is None:
                 raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
             docs = conn.execute("SELECT count(*) FROM documents WHERE collection=?", (name,)).fetchone()[0]
             chunks = conn.execute("SELECT count(*) FROM chunks WHERE collection=?", (name,)).fetchone()[0]
-        return CollectionInfo(row[0], row[1], int(row[2]), int(row[3]), int(docs), int(chunks))
+        return CollectionInfo(row[0], row[1], int(row[2]), int(row[3]), int(docs), int(chunks), str(row[4]))
 
     def collections(self) -> list[CollectionInfo]:
         names = [r[0] for r in self._conn.execute("SELECT name FROM collections ORDER BY name")]
@@ -290,6 +292,19 @@ class SQLiteStore:
         self._dimension(name)
         with self._write_lock:
             self._writer.execute("UPDATE collections SET language=? WHERE name=?", (language, name))
+
+    def collection_description(self, name: str) -> str:
+        row = self._conn.execute("SELECT description FROM collections WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise CollectionNotFoundError(f"no collection named {name!r} in {self.path}")
+        return str(row[0])
+
+    def set_collection_description(self, name: str, description: str) -> None:
+        """What the collection holds, in a sentence or two (collection selectors read it); not a content
+        change: the generation stays."""
+        self._dimension(name)
+        with self._write_lock:
+            self._writer.execute("UPDATE collections SET description=? WHERE name=?", (description, name))
 
     def version(self, name: str) -> str:
         """``<uid>-g<generation>-<nonce>``: unique per incarnation and write history (see ``DocumentStore``)."""

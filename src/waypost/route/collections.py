@@ -1,0 +1,407 @@
+"""Stage 1 of routing: which collections a query should search.
+
+``EmbeddingCollectionSelector`` scores every collection from a few signals, each a number per (query,
+collection) read through the collection's index (never its name or field names):
+
+- ``probe``: the mean cosine of the query to the collection's 3 nearest chunks (an exact dense scan);
+- ``sample``: the best cosine over ~200 chunk vectors sampled once per collection version;
+- ``centroid``: the cosine to the mean chunk vector (cached per collection version);
+- ``description``: the cosine to the collection's description (0 without one);
+- ``language``: the share of the collection's chunks in the query's detected language;
+- ``coverage``: the share of the query's terms the collection's vocabulary holds;
+- ``lexical``: the share of the query's terms that its best-matching chunk holds (rare names that one
+  chunk shares with the query say more than a vocabulary does);
+- ``metadata``: the share of the query's words the collection's filter extractor reads as values of its
+  metadata fields (a catalogue query such as "sports movies released before 2012");
+- ``exemplar`` (learned): the mean cosine to the 5 nearest past queries known to belong to the collection
+  (``exemplars``, e.g. training queries or queries users confirmed); 0 without them.
+
+A linear score over them (weights fit as a conditional logit on training queries: see
+``benchmarks/bench_collections.py``) goes through a softmax over the collections, which makes the
+confidence a calibrated probability. Collections whose probability is within ``fuse_ratio`` of the best
+are returned too, to be fused. A filter the query carries restricts the choice to the collections whose
+metadata has every field it names (when some have them and some do not).
+
+``LLMCollectionSelector`` asks an LLM with the names and descriptions; an invalid reply or an invented
+name falls back to the embedding selector, and the reasoning says so."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from waypost.errors import InvalidInputError, WaypostError
+from waypost.filters.model import Filter, conditions
+from waypost.llm.base import GenerationParams, LLMProvider
+from waypost.route.base import CollectionChoice
+
+if TYPE_CHECKING:
+    from waypost.engine import Engine
+    from waypost.index.set import IndexSet
+
+logger = logging.getLogger("waypost.route.collections")
+
+SIGNALS = ("probe", "sample", "centroid", "description", "language", "coverage", "lexical", "metadata", "exemplar")
+EXEMPLAR_K = 5
+# Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
+# queries of six sets; benchmarks/bench_collections.py --fit). The weights' scale is the softmax's inverse
+# temperature, so the same fit calibrates the confidence.
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "probe": 3.547,
+    "sample": 2.066,
+    "centroid": 2.271,
+    # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
+    # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
+    "description": 2.271,
+    "language": 0.426,
+    "coverage": 2.966,
+    "lexical": 3.366,
+    "metadata": 1.564,
+}
+SAMPLE_SIZE = 200
+PROBE_K = 3
+FUSE_RATIO = 0.5  # a collection within this share of the best one's probability is searched too
+MAX_FUSED = 3
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class CollectionProfile:
+    """What the selector keeps per collection version: a centroid, a sample of chunk vectors, the metadata
+    fields, the language shares and the description's vector."""
+
+    version: str
+    model: str
+    centroid: Vector
+    sample: Vector
+    fields: frozenset[str]
+    languages: dict[str, float]
+    description: str
+    description_vector: Vector | None
+
+
+def filter_fields(filters: Filter | None) -> set[str]:
+    return set() if filters is None else {c.field for c in conditions(filters)}
+
+
+def restrict_by_fields(engine: Engine, names: Sequence[str], filters: Filter | None) -> tuple[list[str], str]:
+    """The collections whose metadata has every field ``filters`` names, with a reason; all of ``names``
+    when none or all of them have those fields."""
+    wanted = filter_fields(filters)
+    if not wanted:
+        return list(names), ""
+    having = [n for n in names if wanted <= set(engine.indexes.get(n).metadata.fields)]
+    if not having or len(having) == len(names):
+        return list(names), ""
+    fields = ", ".join(sorted(wanted))
+    return having, f"the query's filter names {fields}, which only {', '.join(having)} hold"
+
+
+class EmbeddingCollectionSelector:
+    name = "embedding"
+
+    def __init__(
+        self,
+        engine: Engine,
+        weights: Mapping[str, float] | None = None,
+        fuse_ratio: float = FUSE_RATIO,
+        sample_size: int = SAMPLE_SIZE,
+        exemplars: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.exemplars = {name: list(texts) for name, texts in (exemplars or {}).items() if texts}
+        self._exemplar_vectors: dict[str, Vector] = {}
+        if self.exemplars:
+            self.name = "learned"
+        self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        unknown = set(self.weights) - set(SIGNALS)
+        if unknown:
+            raise InvalidInputError(f"unknown collection signals {sorted(unknown)}; known: {', '.join(SIGNALS)}")
+        self.fuse_ratio = fuse_ratio
+        self.sample_size = sample_size
+        self._profiles: dict[str, CollectionProfile] = {}
+        self._lock = threading.Lock()
+
+    # -- profiles ------------------------------------------------------------------------------
+    def profile(self, name: str, index: IndexSet | None = None) -> CollectionProfile:
+        """The collection's profile at its current version (made once per version); ``index``: its current
+        index, when the caller holds it already."""
+        store = self.engine.store
+        index = index or self.engine.indexes.get(name)  # current: it checks the store's version itself
+        version = index.version
+        description = store.collection_description(name)
+        with self._lock:
+            found = self._profiles.get(name)
+            if found is not None and found.version == version and found.description == description:
+                return found
+        info = store.collection(name)
+        vectors = _live_vectors(index, info.embed_dim)
+        centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(info.embed_dim, np.float32)
+        centroid = (centroid / max(float(np.linalg.norm(centroid)), 1e-9)).astype(np.float32)
+        rng = np.random.default_rng(0)
+        picked = rng.choice(len(vectors), size=min(self.sample_size, len(vectors)), replace=False)
+        total = max(1, sum(index.languages.values()))
+        described = None
+        if info.description:
+            described = self.engine.embedder(info.embed_model).embed_documents([info.description])[0]
+        made = CollectionProfile(
+            version,
+            info.embed_model,
+            centroid,
+            np.ascontiguousarray(vectors[np.sort(picked)]),
+            frozenset(index.metadata.fields),
+            {lang: n / total for lang, n in index.languages.items()},
+            info.description,
+            described,
+        )
+        with self._lock:
+            self._profiles[name] = made
+        return made
+
+    # -- scoring -------------------------------------------------------------------------------
+    def exemplar_vectors(self, name: str) -> Vector | None:
+        texts = self.exemplars.get(name)
+        if not texts:
+            return None
+        with self._lock:
+            found = self._exemplar_vectors.get(name)
+        if found is None:
+            model = self.engine.store.collection(name).embed_model
+            found = np.asarray(self.engine.embedder(model).embed_documents(texts), np.float32)
+            with self._lock:
+                self._exemplar_vectors[name] = found
+        return found
+
+    def signals(
+        self,
+        query: str,
+        names: Sequence[str],
+        query_vectors: Mapping[str, Vector] | None = None,
+        skip_identical: bool = False,
+    ) -> dict[str, dict[str, float]]:
+        """Every signal of every collection for ``query``: ``{collection: {signal: value}}``.
+        ``query_vectors`` (embedding model -> the query's vector) saves embedding the query again;
+        ``skip_identical`` leaves the query itself out of the exemplars (fitting on the exemplars)."""
+        from waypost.text.language import detector
+
+        language = detector().detect(query)
+        vectors: dict[str, Vector] = dict(query_vectors or {})
+        out: dict[str, dict[str, float]] = {}
+        for name in names:
+            index = self.engine.indexes.get(name)
+            prof = self.profile(name, index)
+            if prof.model not in vectors:
+                vectors[prof.model] = np.asarray(self.engine.embedder(prof.model).embed_query(query), np.float32)
+            q = vectors[prof.model]
+            _pos, top = index.dense.search(q, PROBE_K, index.live)
+            out[name] = {
+                "probe": float(np.mean(top)) if len(top) else 0.0,
+                "sample": float(np.max(prof.sample @ q)) if len(prof.sample) else 0.0,
+                "centroid": float(prof.centroid @ q),
+                "description": 0.0 if prof.description_vector is None else float(prof.description_vector @ q),
+                "language": prof.languages.get(language, 0.0),
+                **_term_signals(index, query, language),
+                "metadata": _metadata_share(index, query) if prof.fields else 0.0,
+                "exemplar": _nearest_mean(self.exemplar_vectors(name), q, skip_identical) if self.exemplars else 0.0,
+            }
+        return out
+
+    def select(
+        self,
+        query: str,
+        collections: Sequence[str],
+        filters: Filter | None = None,
+        query_vectors: Mapping[str, Vector] | None = None,
+    ) -> CollectionChoice:
+        names = list(dict.fromkeys(collections))
+        if not names:
+            raise WaypostError("there is no collection to search: ingest documents first")
+        allowed, why_fields = restrict_by_fields(self.engine, names, filters)
+        if len(allowed) == 1:
+            return CollectionChoice(allowed, 1.0, why_fields, self.name, {allowed[0]: 1.0})
+        signals = self.signals(query, allowed, query_vectors)
+        logits = np.array([sum(self.weights.get(s, 0.0) * signals[n][s] for s in SIGNALS) for n in allowed])
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        order = np.argsort(-probs, kind="stable")
+        best = float(probs[order[0]])
+        chosen = [allowed[i] for i in order[:MAX_FUSED] if probs[i] >= self.fuse_ratio * best]
+        scores = {allowed[i]: round(float(probs[i]), 4) for i in order}
+        lead = max(SIGNALS, key=lambda s: self.weights.get(s, 0.0) * signals[chosen[0]][s])
+        reasoning = f"{chosen[0]} scores highest (p={best:.2f}; strongest signal: {lead})"
+        if len(chosen) > 1:
+            reasoning += f"; {', '.join(chosen[1:])} close behind: fused"
+        if why_fields:
+            reasoning = why_fields + "; " + reasoning
+        return CollectionChoice(chosen, float(probs[order[: len(chosen)]].sum()), reasoning, self.name, scores)
+
+    def to_json(self) -> str:
+        """The selector's learned state (weights, fuse ratio, exemplar queries) as JSON."""
+        return json.dumps(
+            {"weights": self.weights, "fuse_ratio": self.fuse_ratio, "exemplars": self.exemplars},
+            ensure_ascii=False,
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, engine: Engine, text: str) -> EmbeddingCollectionSelector:
+        try:
+            raw = json.loads(text)
+            weights = {str(k): float(v) for k, v in raw["weights"].items()}
+            exemplars = {str(k): [str(t) for t in v] for k, v in raw.get("exemplars", {}).items()}
+            fuse_ratio = float(raw.get("fuse_ratio", FUSE_RATIO))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InvalidInputError(f"not a collection selector profile: {exc}") from None
+        return cls(engine, weights, fuse_ratio, exemplars=exemplars)
+
+
+def _live_vectors(index: IndexSet, dim: int) -> Vector:
+    parts = []
+    for segment, live in zip(index.segments, index.lives, strict=True):
+        vectors = np.asarray(segment.dense.vectors, dtype=np.float32)
+        parts.append(vectors if live is None else vectors[live])
+    return np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+
+
+def _term_signals(index: IndexSet, query: str, language: str) -> dict[str, float]:
+    """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection)
+    and ``lexical`` (the share that the best single chunk holds)."""
+    if language not in index.languages:
+        language = max(index.languages, key=lambda k: index.languages[k]) if index.languages else language
+    terms = set(index.analyzers(language).terms(query))
+    if not terms:
+        return {"coverage": 0.0, "lexical": 0.0}
+    df = index.chunk_stats.df
+    ids = index.vocab.ids
+    known = [ids[t] for t in terms if t in ids and ids[t] < df.shape[0] and df[ids[t]] > 0]
+    matched = np.zeros(len(index), dtype=np.int32)
+    for segment, offset in zip(index.segments, index.offsets, strict=True):
+        postings = segment.chunks
+        for term in known:
+            if term < postings.terms:
+                start, end = int(postings.by_term_ptr[term]), int(postings.by_term_ptr[term + 1])
+                matched[offset + np.asarray(postings.by_term_row[start:end])] += 1
+    if index.live is not None:
+        matched[~index.live] = 0
+    best = int(matched.max()) if len(matched) else 0
+    return {"coverage": len(known) / len(terms), "lexical": best / len(terms)}
+
+
+def _nearest_mean(vectors: Vector | None, q: Vector, skip_identical: bool) -> float:
+    if vectors is None or not len(vectors):
+        return 0.0
+    sims = vectors @ q
+    if skip_identical:
+        sims = sims[sims < 0.9999]
+    if not len(sims):
+        return 0.0
+    top = np.partition(sims, len(sims) - min(EXEMPLAR_K, len(sims)))[-EXEMPLAR_K:]
+    return float(top.mean())
+
+
+def _metadata_share(index: IndexSet, query: str) -> float:
+    """The share of the query's words the collection's filter extractor turns into conditions."""
+    words = len(query.split())
+    if not words:
+        return 0.0
+    extraction = index.extractor().extract(query)
+    if extraction.filter is None:
+        return 0.0
+    return max(0.0, 1.0 - len(extraction.semantic_query.split()) / words)
+
+
+# -- the LLM selector ---------------------------------------------------------------------------------
+PROMPT = """Choose which collection(s) to search for the user's query.
+
+Collections:
+{listing}
+
+Query: {query}
+
+Answer in exactly three lines:
+COLLECTIONS: <one name, or several separated by commas when the query needs them>
+CONFIDENCE: <a number from 0 to 1>
+REASONING: <one sentence>"""
+
+_LINE = re.compile(r"^\W*(collections?|confidence|reasoning)\W*[:=]\s*(.*)$", re.IGNORECASE)
+
+
+def parse_collection_reply(reply: str, known: Sequence[str]) -> tuple[list[str], float, str] | str:
+    """``(collections, confidence, reasoning)`` from an LLM reply, or a string saying why it is unusable
+    (no collection line, or a name that is not one of ``known``). Tolerant of case, markdown, quotes."""
+    fields: dict[str, str] = {}
+    for line in reply.splitlines():
+        match = _LINE.match(line.strip())
+        if match:
+            fields.setdefault(match.group(1).lower().rstrip("s"), match.group(2).strip())
+    raw = fields.get("collection")
+    if not raw:
+        return "the reply names no collection"
+    by_folded = {name.casefold(): name for name in known}
+    chosen: list[str] = []
+    for part in re.split(r"[,;]|\band\b", raw):
+        token = part.strip().strip("`'\"*[]()<>. ").casefold()
+        if not token:
+            continue
+        if token not in by_folded:
+            return f"the reply names {part.strip()!r}, which is not a collection"
+        chosen.append(by_folded[token])
+    if not chosen:
+        return "the reply names no collection"
+    number = re.search(r"\d*\.?\d+", fields.get("confidence", ""))
+    confidence = min(1.0, float(number.group())) if number else 0.5  # no number: undecided
+    return list(dict.fromkeys(chosen)), confidence, fields.get("reasoning", "")
+
+
+class LLMCollectionSelector:
+    name = "llm"
+
+    def __init__(self, llm: LLMProvider, fallback: EmbeddingCollectionSelector) -> None:
+        self.llm = llm
+        self.fallback = fallback
+
+    def select(self, query: str, collections: Sequence[str], filters: Filter | None = None) -> CollectionChoice:
+        names = list(dict.fromkeys(collections))
+        allowed, why_fields = restrict_by_fields(self.fallback.engine, names, filters)
+        if len(allowed) == 1:
+            return CollectionChoice(allowed, 1.0, why_fields, self.name, {allowed[0]: 1.0})
+        store = self.fallback.engine.store
+        listing = "\n".join(f"- {n}: {store.collection(n).description or '(no description)'}" for n in allowed)
+        try:
+            reply = self.llm.complete(
+                [{"role": "user", "content": PROMPT.format(listing=listing, query=query)}],
+                GenerationParams(max_tokens=120),
+            ).text
+            parsed = parse_collection_reply(reply, allowed)
+        except WaypostError as exc:
+            parsed = f"the LLM failed ({exc})"
+        if isinstance(parsed, str):
+            logger.info("LLM collection choice unusable (%s): falling back to embeddings", parsed)
+            choice = self.fallback.select(query, allowed)
+            choice.reasoning = f"LLM reply unusable ({parsed}); embedding fallback: {choice.reasoning}"
+            choice.selector = f"{self.name}->{self.fallback.name}"
+            return choice
+        chosen, confidence, reasoning = parsed
+        if why_fields:
+            reasoning = why_fields + "; " + reasoning
+        return CollectionChoice(chosen, confidence, reasoning, self.name, {n: float(n in chosen) for n in allowed})
+
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "SIGNALS",
+    "CollectionProfile",
+    "EmbeddingCollectionSelector",
+    "LLMCollectionSelector",
+    "parse_collection_reply",
+    "restrict_by_fields",
+]

@@ -1,0 +1,86 @@
+"""``Engine.search``: choose the collections (stage 1) when none are named, run the strategy on each,
+fuse several by reciprocal rank, and explain the choice."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from waypost.errors import InvalidInputError, WaypostError
+from waypost.filters.model import Filter, check_filter
+from waypost.route.base import CollectionChoice, CollectionSelector
+from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector
+from waypost.route.execute import fuse_results
+from waypost.types import RetrievalResult
+from waypost.validation import positive_int, query_text
+
+if TYPE_CHECKING:
+    from waypost.engine import Engine
+
+SELECTORS = ("embedding", "learned:PATH", "llm")
+
+
+def make_collection_selector(engine: Engine, kind: str = "embedding") -> CollectionSelector:
+    """``embedding`` (no LLM), ``learned:PATH`` (a JSON profile with exemplar queries and fitted weights,
+    as ``benchmarks/bench_collections.py --save`` writes), or ``llm`` (the engine's LLM, falling back to
+    embeddings)."""
+    embedding = EmbeddingCollectionSelector(engine)
+    if kind == "embedding":
+        return embedding
+    if kind.startswith("learned:"):
+        path = Path(kind.removeprefix("learned:"))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise WaypostError(f"cannot read the collection selector profile {path}: {exc.strerror}") from None
+        return EmbeddingCollectionSelector.from_json(engine, text)
+    if kind == "llm":
+        llm = engine.llm()
+        if llm is None:
+            raise WaypostError("collection_selector='llm' needs an LLM: set llm (for example 'smollm2')")
+        return LLMCollectionSelector(llm, embedding)
+    raise WaypostError(f"collection_selector must be one of {', '.join(SELECTORS)}, not {kind!r}")
+
+
+def choice_note(choice: CollectionChoice) -> str:
+    return (
+        f"collections {', '.join(choice.collections)} chosen by {choice.selector} "
+        f"(confidence {choice.confidence:.2f}): {choice.reasoning}"
+    )
+
+
+def search(
+    engine: Engine,
+    query: str,
+    k: int = 10,
+    collections: Sequence[str] | None = None,
+    strategy: str = "auto",
+    filters: Filter | None = None,
+) -> RetrievalResult:
+    query = query_text(query)
+    k = positive_int(k, "k")
+    if filters is not None:
+        check_filter(filters)
+    if isinstance(collections, str):
+        raise InvalidInputError(f"collections is a list of names, not the single name {collections!r}")
+    started = time.perf_counter()
+    if collections:
+        names = list(dict.fromkeys(collections))
+        choice = CollectionChoice(names, 1.0, "named by the caller", "given", {n: 1.0 for n in names})
+    else:
+        available = [info.name for info in engine.collections() if info.chunks > 0]
+        if not available:
+            raise WaypostError("there is no collection with documents to search: ingest some first")
+        choice = engine.collection_selector().select(query, available, filters)
+    routed_ms = (time.perf_counter() - started) * 1000
+    results = [engine.collection(name).retrieve(query, strategy, k, filters=filters) for name in choice.collections]
+    result = results[0] if len(results) == 1 else fuse_results(query, results, k)
+    result.explanation.timings_ms["collections"] = routed_ms
+    # until Explanation has a structured route field, the choice is a note
+    result.explanation.notes.insert(0, choice_note(choice))
+    return result
+
+
+__all__ = ["SELECTORS", "choice_note", "make_collection_selector", "search"]

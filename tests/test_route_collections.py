@@ -1,0 +1,164 @@
+"""Stage 1: choosing collections (embedding and LLM selectors), descriptions, and Engine.search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from waypost.base import Embedder
+from waypost.engine import Engine, EngineConfig
+from waypost.errors import InvalidInputError, WaypostError
+from waypost.filters.model import Condition, Op
+from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
+from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, parse_collection_reply
+from waypost.types import Document
+
+RECIPES = [
+    Document("bread", "Knead the dough for ten minutes, let it rise, then bake the bread at 220 degrees."),
+    Document("soup", "Simmer onions, carrots and lentils in stock; season the soup with cumin."),
+    Document("cake", "Whisk eggs and sugar, fold in flour and butter, and bake the sponge cake."),
+]
+SKY = [
+    Document("mars", "Mars is a cold desert planet with two small moons, Phobos and Deimos."),
+    Document("nebula", "A nebula is a cloud of gas and dust where new stars are born."),
+    Document("jupiter", "Jupiter, the largest planet, has a great red storm and dozens of moons."),
+]
+FILMS = [
+    Document("f1", "A crew of astronauts travels through a wormhole near Saturn.", metadata={"director": "Nolan"}),
+    Document("f2", "A chef opens a food truck and rediscovers cooking.", metadata={"director": "Favreau"}),
+    Document("f3", "A heist inside dreams within dreams.", metadata={"director": "Nolan"}),
+]
+
+
+@pytest.fixture
+def three(engine: Engine) -> Engine:
+    for name, docs in (("recipes", RECIPES), ("sky", SKY), ("films", FILMS)):
+        engine.collection(name, create=True).add(docs)
+    return engine
+
+
+def test_the_collection_that_holds_the_answer_is_chosen_with_confidence(three: Engine) -> None:
+    selector = EmbeddingCollectionSelector(three)
+    names = ["films", "recipes", "sky"]
+    choice = selector.select("how long should bread dough rise before baking", names)
+    assert choice.collections == ["recipes"] and choice.confidence > 0.5
+    assert set(choice.scores) == set(names) and abs(sum(choice.scores.values()) - 1) < 1e-3
+    assert selector.select("which planet has moons named Phobos and Deimos", names).collections == ["sky"]
+
+
+def test_a_filter_on_a_field_only_one_collection_has_restricts_the_choice(three: Engine) -> None:
+    selector = EmbeddingCollectionSelector(three)
+    nolan = Condition("director", Op.EQ, "Nolan")
+    choice = selector.select("planets and moons", ["films", "recipes", "sky"], nolan)
+    assert choice.collections == ["films"] and "director" in choice.reasoning
+    # a field no collection has is no signal at all
+    assert selector.select("planets and moons", ["films", "sky"], Condition("x", Op.EQ, 1)).collections == ["sky"]
+
+
+def test_close_collections_are_fused_and_search_explains_the_choice(three: Engine) -> None:
+    three.use_collection_selector(EmbeddingCollectionSelector(three, fuse_ratio=0.0))
+    result = three.search("moons of planets", k=4, strategy="hybrid")
+    note = result.explanation.notes[0]
+    assert note.startswith("collections ") and "by embedding" in note
+    assert len(note.split(" chosen")[0].split(",")) == 3  # every collection, fused
+    assert "fused hybrid, hybrid, hybrid by reciprocal rank" in result.explanation.notes
+    assert len(result.hits) == 4 and "collections" in result.explanation.timings_ms
+
+    three.use_collection_selector(EmbeddingCollectionSelector(three))
+    only = three.search("moons of planets", k=2, strategy="hybrid")
+    assert only.explanation.notes[0].startswith("collections sky chosen by embedding")
+    assert {h.chunk.document_id for h in only.hits} <= {d.id for d in SKY}
+    named = three.search("moons of planets", k=2, collections=["recipes"], strategy="hybrid")
+    assert "chosen by given" in named.explanation.notes[0]
+    assert {h.chunk.document_id for h in named.hits} <= {d.id for d in RECIPES}
+
+
+def test_a_description_is_a_signal_and_profiles_follow_the_version(three: Engine) -> None:
+    selector = EmbeddingCollectionSelector(three, weights={"description": 1.0})
+    before = selector.signals("cooking", ["recipes"])["recipes"]["description"]
+    assert before == 0.0
+    first = selector.profile("recipes")
+    assert selector.profile("recipes") is first  # cached while nothing changes
+    three.collection("recipes").describe("  Kitchen recipes:\n cooking, baking and soups. ")
+    assert three.collection("recipes").info.description == "Kitchen recipes: cooking, baking and soups."
+    assert selector.signals("cooking", ["recipes"])["recipes"]["description"] > 0.4
+    described = selector.profile("recipes")
+    three.collection("recipes").add([Document("pie", "Roll the pastry and bake the apple pie.")])
+    assert selector.profile("recipes") is not described  # a write makes a new profile
+
+
+class ScriptedLLM:
+    model_id = "fake-router"
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.prompts: list[str] = []
+
+    def complete(self, messages: list[Message], params: GenerationParams | None = None) -> Completion:
+        self.prompts.append(messages[-1]["content"])
+        if not self.reply:
+            raise LLMError("connection refused")
+        return Completion(self.reply, self.model_id)
+
+    def stream(self, messages: list[Message], params: GenerationParams | None = None) -> StreamResult:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("COLLECTIONS: sky\nCONFIDENCE: 0.9\nREASONING: planets", (["sky"], 0.9, "planets")),
+        ("**Collection**: `Sky`, recipes\nconfidence = 70%\n", (["sky", "recipes"], 1.0, "")),
+        ("Collections: films and sky\nConfidence: high", (["films", "sky"], 0.5, "")),
+        ("COLLECTIONS: astronomy\nCONFIDENCE: 0.9", "the reply names 'astronomy', which is not a collection"),
+        ("I would search the sky collection.", "the reply names no collection"),
+    ],
+)
+def test_parse_collection_reply(reply: str, expected: object) -> None:
+    assert parse_collection_reply(reply, ["films", "recipes", "sky"]) == expected
+
+
+def test_the_llm_selector_uses_a_valid_reply_and_falls_back_on_an_invented_name(three: Engine) -> None:
+    three.collection("sky").describe("Astronomy: planets, moons, stars.")
+    good = ScriptedLLM("COLLECTIONS: sky\nCONFIDENCE: 0.8\nREASONING: it asks about moons")
+    choice = LLMCollectionSelector(good, EmbeddingCollectionSelector(three)).select(
+        "moons of Mars", ["films", "recipes", "sky"]
+    )
+    assert (choice.collections, choice.confidence, choice.selector) == (["sky"], 0.8, "llm")
+    assert "- sky: Astronomy: planets, moons, stars." in good.prompts[0]
+    assert "- films: (no description)" in good.prompts[0]
+
+    for reply in ("COLLECTIONS: astronomy", "no idea", ""):
+        fallback = LLMCollectionSelector(ScriptedLLM(reply), EmbeddingCollectionSelector(three)).select(
+            "which planet has moons named Phobos and Deimos", ["films", "recipes", "sky"]
+        )
+        assert fallback.collections == ["sky"] and fallback.selector == "llm->embedding"
+        assert fallback.reasoning.startswith("LLM reply unusable")
+
+
+def test_learned_exemplars_steer_the_choice_and_round_trip_as_json(three: Engine) -> None:
+    exemplars = {"recipes": ["what should I cook for dinner"], "sky": ["which planets can I see tonight"]}
+    learned = EmbeddingCollectionSelector(three, weights={"exemplar": 10.0}, exemplars=exemplars)
+    assert learned.name == "learned"
+    choice = learned.select("any ideas to cook for dinner tonight", ["films", "recipes", "sky"])
+    assert choice.collections == ["recipes"] and choice.selector == "learned"
+    signals = learned.signals("which planets can I see tonight", ["recipes", "sky"], skip_identical=True)
+    assert signals["sky"]["exemplar"] == 0.0  # the query itself is left out when fitting
+    assert learned.signals("which planets can I see tonight", ["sky"])["sky"]["exemplar"] > 0.99
+    again = EmbeddingCollectionSelector.from_json(three, learned.to_json())
+    assert (again.weights, again.exemplars, again.name) == (learned.weights, learned.exemplars, "learned")
+    with pytest.raises(InvalidInputError):
+        EmbeddingCollectionSelector.from_json(three, '{"weights": 3}')
+
+
+def test_the_engine_loads_a_learned_profile(tmp_path: Path, minilm: Embedder) -> None:
+    profile = tmp_path / "selector.json"
+    profile.write_text(json.dumps({"weights": {"exemplar": 5.0}, "exemplars": {"a": ["dinner ideas"]}}))
+    with Engine(tmp_path / "store", EngineConfig(collection_selector=f"learned:{profile}")) as engine:
+        selector = engine.collection_selector()
+        assert isinstance(selector, EmbeddingCollectionSelector) and selector.name == "learned"
+    with Engine(tmp_path / "store", EngineConfig(collection_selector="learned:/no/such.json")) as engine:
+        with pytest.raises(WaypostError, match="cannot read the collection selector profile"):
+            engine.collection_selector()
