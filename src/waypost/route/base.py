@@ -13,6 +13,7 @@ from waypost.errors import InvalidInputError
 
 Scalar = str | int | float | bool
 FUSE = "fuse"  # the pseudo-strategy of a pipeline that fuses other pipelines by reciprocal rank
+AUTO = "auto"  # the strategy name that hands a query to the router
 
 
 @dataclass(frozen=True)
