@@ -122,31 +122,26 @@ class Router:
         self.cache = cache
         self.cache_key = cache_key
         self.telemetry = telemetry
+        self._made: dict[str, PipelineSelector] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def from_engine(cls, engine: Engine) -> Router:
-        """The router ``engine.config.router`` describes (selectors made on first use per embedder)."""
-        config = engine.config.router
-        config.check()
-        made: dict[str, PipelineSelector] = {}
-        lock = threading.Lock()
-
-        def selector_for(collection: Collection) -> PipelineSelector:
-            key = collection.model if config.selector == "embedding" else ""
-            with lock:
-                if key not in made:
-                    made[key] = make_selector(config, engine, collection)
-                return made[key]
-
-        return cls(config=config, selector_for=selector_for)
+        """The router ``engine.config.router`` describes."""
+        return cls(config=engine.config.router)
 
     def selector(self, collection: Collection) -> PipelineSelector:
+        """The given selector, else ``selector_for(collection)``, else the one the config names (made on
+        first use; an embedding selector once per embedder)."""
         if self._selector is not None:
             return self._selector
         if self._selector_for is not None:
             return self._selector_for(collection)
-        self._selector = HeuristicSelector()
-        return self._selector
+        key = collection.model if self.config.selector == "embedding" else ""
+        with self._lock:
+            if key not in self._made:
+                self._made[key] = make_selector(self.config, collection.engine, collection)
+            return self._made[key]
 
     def retrieve(
         self,
