@@ -185,3 +185,14 @@ def test_the_first_stage_is_reused_for_plain_hybrid(engine: Engine) -> None:
     other = coll.retrieve("Lunmark lighthouse", "auto", 4)
     assert other.explanation.route is not None and not other.explanation.route["reused_first_stage"]
     assert other.explanation.strategy == "bm25"
+
+
+def test_eval_accepts_auto(tmp_path: Path, minilm: Embedder) -> None:
+    from tests.test_eval import make_dataset
+    from waypost.evaluation.runner import run_eval
+
+    data = make_dataset(tmp_path / "tiny")
+    config = EngineConfig(router=RouterConfig(selector="heuristic"))
+    report = run_eval(data, "auto", k=5, config=config, cache_dir=tmp_path / "cache")
+    assert report.strategy == "auto" and report.metrics["queries"] == 3
+    assert report.metrics["ndcg@10"] == 1.0  # the filter query goes to the pipeline that reads filters
