@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,6 +118,8 @@ class FeaturePass:
 
     features: Features
     first_stage: RetrievalResult
+    first_stage_ms: float = 0.0  # the hybrid pass
+    features_ms: float = 0.0  # reading the features, beyond the hybrid pass (the router's own cost)
 
 
 def extract_features(
@@ -128,13 +131,17 @@ def extract_features(
 ) -> FeaturePass:
     """Run the hybrid first stage (as ``Collection.retrieve(query, "hybrid", k, filters)`` would with the
     same ``fusion``) and read every feature of ``FEATURE_NAMES`` from the query, the pass and the index."""
+    t0 = time.perf_counter()
     first = HybridRetriever(ctx, fusion or FusionConfig()).retrieve(query, k, filters)
+    t1 = time.perf_counter()
     features: Features = {}
     features.update(query_features(query))
     features.update(index_features(query, ctx))
     features.update(first_stage_features(query, ctx, first, filters))
     features.update(collection_features(ctx.indexes))
-    return FeaturePass({name: _finite(features.get(name, 0.0)) for name in FEATURE_NAMES}, first)
+    out = {name: _finite(features.get(name, 0.0)) for name in FEATURE_NAMES}
+    t2 = time.perf_counter()
+    return FeaturePass(out, first, (t1 - t0) * 1000, (t2 - t1) * 1000)
 
 
 def _finite(value: float) -> float:
