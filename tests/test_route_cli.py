@@ -1,0 +1,35 @@
+"""The CLI under routing: auto by default, --explain prints the route, --pipeline replays it exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli_runner import Cli
+from tests.route_corpus import make_engine
+from waypost.base import Embedder
+
+
+def test_query_auto_explain_and_replay(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
+    path = tmp_path / "store"
+    make_engine(path, minilm).close()
+    base = ["query", "Where was Odile Brask born?", "--store", str(path), "-c", "c", "-k", "3"]
+    routed = cli(*base, "--json")
+    assert routed.exit_code == 0, routed.stderr
+    payload = json.loads(routed.stdout)
+    route = payload["explain"]["route"]
+    assert route is not None and route["collection"] == "c"  # auto is the default
+    replay = cli(*base, "--pipeline", route["pipeline_json"], "--json")
+    assert replay.exit_code == 0, replay.stderr
+    hits = [(h["document_id"], tuple(h["span"])) for h in payload["hits"]]
+    assert [(h["document_id"], tuple(h["span"])) for h in json.loads(replay.stdout)["hits"]] == hits
+    shown = cli(*base, "--explain")
+    assert shown.exit_code == 0, shown.stderr
+    assert "route" in shown.stdout and route["pipeline_json"] in shown.stdout and "reasoning" in shown.stdout
+    bad = cli(*base, "--pipeline", '{"strategy": "hybrid", "speed": 3}')
+    assert bad.exit_code == 2 and "no field 'speed'" in bad.stderr
+    mixed = cli(*base, "--pipeline", '{"strategy": "bm25"}', "--strategy", "dense")
+    assert mixed.exit_code == 2 and "--pipeline replays a whole pipeline" in mixed.stderr
+    asked = cli("ask", "Where was Odile Brask born?", "--store", str(path), "-c", "c", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    assert json.loads(asked.stdout)["answer"]
