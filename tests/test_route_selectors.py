@@ -179,3 +179,11 @@ def test_round_robin_visits_every_candidate() -> None:
     rr = RoundRobinSelector()
     seen = [rr.select("q", features(), POOL).pipeline for _ in range(len(POOL))]
     assert sorted(p.label for p in seen) == sorted(p.label for p in POOL)
+
+
+def test_a_low_confidence_default_stays_unfused() -> None:
+    gains = {"hybrid": 0.0, "bm25": -0.01, "dense": -0.2}
+    choice = LearnedSelector(FixedGains(gains, threshold=0.9, low_confidence="fuse")).select(
+        "q", features(), [HYBRID, BM25, DENSE]
+    )
+    assert choice.pipeline == HYBRID and choice.confidence < 0.9

@@ -34,7 +34,7 @@ class LearnedSelector:
         reason = f"predicted gain {gain:+.3f} over {default_label}"
         if len(ranking) > 1:
             reason += f" (next {ranking[1][0].label} {ranking[1][1]:+.3f})"
-        if confidence >= self.model.threshold:
+        if confidence >= self.model.threshold or best == self.model.default:
             return Choice(best, confidence, reason, self.name, ranking)
         below = f"confidence {confidence:.2f} below {self.model.threshold:.2f}"
         if self.model.low_confidence == "fuse" and len(ranking) > 1:
