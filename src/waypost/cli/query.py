@@ -262,5 +262,6 @@ def demo(
 @app.command()
 def strategies() -> None:
     """The retrieval strategies and the parameters each takes (set them with --param name=value)."""
+    console.print(f"[bold]{AUTO}[/]  the router picks a pipeline per query (the default; see query --explain)")
     for name, spec in STRATEGIES.items():
         console.print(f"[bold]{name}[/]  {describe(spec.params) or '(no parameters)'}")
