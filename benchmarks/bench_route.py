@@ -49,7 +49,7 @@ def bench(data: Path, name: str, limit: int, selector: str) -> dict[str, Any]:
         queries = [q.text for q in dataset.queries][:limit]
         coll.retrieve(queries[0], "auto")  # indexes, model, selector
         hybrid, auto, wall, cpu = [], [], [], []
-        chooser = engine.router().selector(coll)
+        chooser, structures = engine.router().selector(coll), engine.router().structures
         chosen: Counter[str] = Counter()
         for q in queries:
             t0 = time.perf_counter()
@@ -66,7 +66,7 @@ def bench(data: Path, name: str, limit: int, selector: str) -> dict[str, Any]:
             w0, c0 = time.perf_counter(), time.thread_time()
             found = {**query_features(q), **index_features(q, ctx), **first_stage_features(q, ctx, first)}
             found.update(collection_features(ctx.indexes))
-            chooser.select(q, found, runnable_pipelines(ctx, engine.llm_configured))
+            chooser.select(q, found, runnable_pipelines(ctx, engine.llm_configured, structures=structures))
             wall.append((time.perf_counter() - w0) * 1000)
             cpu.append((time.thread_time() - c0) * 1000)
         return {

@@ -187,3 +187,22 @@ def test_a_low_confidence_default_stays_unfused() -> None:
         "q", features(), [HYBRID, BM25, DENSE]
     )
     assert choice.pipeline == HYBRID and choice.confidence < 0.9
+
+
+def test_structure_state_is_remembered_for_its_ttl() -> None:
+    from waypost.route.candidates import StructureCache
+
+    now = [0.0]
+    asked: list[bool] = []
+    cache = StructureCache(ttl_s=5.0, clock=lambda: now[0])
+
+    def ask(value: bool) -> bool:
+        asked.append(value)
+        return value
+
+    assert cache.exists("c", "tree", lambda: ask(False)) is False
+    now[0] = 4.0
+    assert cache.exists("c", "tree", lambda: ask(True)) is False and len(asked) == 1  # still remembered
+    now[0] = 5.5
+    assert cache.exists("c", "tree", lambda: ask(True)) is True and len(asked) == 2  # asked again
+    assert cache.exists("c", "graph", lambda: ask(False)) is False and len(asked) == 3  # per kind

@@ -4,7 +4,9 @@ when the router may build it on first use; one that needs an LLM only when one i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 
 from waypost.context import SearchContext
 from waypost.errors import WaypostError
@@ -22,12 +24,38 @@ def runnable_pipelines(
     llm_configured: bool,
     pool: Sequence[Pipeline] | None = None,
     build_on_first_use: bool = False,
+    structures: StructureCache | None = None,
 ) -> list[Pipeline]:
     """The pipelines of ``pool`` (default: ``default_pool()``) that can run on ``ctx``'s collection now,
     in pool order. ``build_on_first_use``: a missing tree or graph does not exclude a pipeline (running
-    it builds the structure)."""
-    probe = _Probe(ctx, llm_configured, build_on_first_use)
+    it builds the structure). ``structures``: remembers for a few seconds whether a collection's tree and
+    graph exist (asking the store costs a query per structure)."""
+    probe = _Probe(ctx, llm_configured, build_on_first_use, structures)
     return [p for p in (default_pool() if pool is None else pool) if probe.runnable(p)]
+
+
+class StructureCache:
+    """Whether a collection's tree or graph exists, remembered for ``ttl_s`` seconds: a structure built
+    meanwhile joins the candidates that much later."""
+
+    def __init__(self, ttl_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._known: dict[tuple[str, str], tuple[float, bool]] = {}
+        self._lock = threading.Lock()
+
+    def exists(self, collection: str, kind: str, ask: Callable[[], bool]) -> bool:
+        now = self._clock()
+        with self._lock:
+            found = self._known.get((collection, kind))
+        if found is not None and now - found[0] < self.ttl_s:
+            return found[1]
+        value = ask()
+        with self._lock:
+            if len(self._known) > 1024:
+                self._known.clear()
+            self._known[(collection, kind)] = (now, value)
+        return value
 
 
 def pipeline_cost(pipeline: Pipeline) -> float:
@@ -47,22 +75,32 @@ def pipeline_cost(pipeline: Pipeline) -> float:
 class _Probe:
     """Answers, with each structure's state read once, whether a pipeline can run."""
 
-    def __init__(self, ctx: SearchContext, llm_configured: bool, build_on_first_use: bool) -> None:
+    def __init__(
+        self, ctx: SearchContext, llm_configured: bool, build_on_first_use: bool, structures: StructureCache | None
+    ) -> None:
         self.ctx = ctx
+        self.structures = structures
         self.llm_configured = llm_configured
         self.build = build_on_first_use
         self._tree: bool | None = None
         self._graph: bool | None = None
         self._external: dict[str, bool] = {}
 
+    def _exists(self, kind: str, ask: Callable[[], bool]) -> bool:
+        if self.structures is None:
+            return ask()
+        return self.structures.exists(self.ctx.collection, kind, ask)
+
     def tree(self) -> bool:
         if self._tree is None:
-            self._tree = self.ctx.tree is not None and (self.build or self.ctx.tree.exists())
+            tree = self.ctx.tree
+            self._tree = tree is not None and (self.build or self._exists("tree", tree.exists))
         return self._tree
 
     def graph(self) -> bool:
         if self._graph is None:
-            self._graph = self.ctx.graph is not None and (self.build or self.ctx.graph.exists())
+            graph = self.ctx.graph
+            self._graph = graph is not None and (self.build or self._exists("graph", graph.exists))
         return self._graph
 
     def runnable(self, pipeline: Pipeline) -> bool:

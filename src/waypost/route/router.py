@@ -20,7 +20,7 @@ from waypost.filters.model import Filter
 from waypost.retrieval.fusion import FusionConfig
 from waypost.route.base import FUSE, Attempt, Choice, GainPredictor, Pipeline, PipelineSelector, Planner, RouteRecord
 from waypost.route.base import Telemetry as TelemetrySink
-from waypost.route.candidates import runnable_pipelines
+from waypost.route.candidates import StructureCache, runnable_pipelines
 from waypost.route.config import RouterConfig
 from waypost.route.execute import fuse_results, run_pipeline
 from waypost.route.features import extract_features
@@ -124,6 +124,7 @@ class Router:
         self.cache_key = cache_key
         self.telemetry = telemetry
         self._made: dict[str, PipelineSelector] = {}
+        self.structures = StructureCache()
         self._lock = threading.Lock()
 
     @classmethod
@@ -201,9 +202,9 @@ class Router:
         fusion = fusion or collection.engine.config.fusion
         found = extract_features(query, ctx, filters, k, fusion)
         t1 = time.perf_counter()
-        candidates = runnable_pipelines(
-            ctx, collection.engine.llm_configured, self.config.pool, self.config.build_on_first_use
-        )
+        config = self.config
+        llm = collection.engine.llm_configured
+        candidates = runnable_pipelines(ctx, llm, config.pool, config.build_on_first_use, self.structures)
         selector = self.selector(collection)
         choice = selector.select(query, found.features, candidates)
         choice.pipeline = override(choice.pipeline, passages, rerank)
