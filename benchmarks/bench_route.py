@@ -30,7 +30,14 @@ from waypost.evaluation.runner import COLLECTION, default_cache_dir, eval_store_
 from waypost.retrieval.hybrid import HybridRetriever
 from waypost.route.candidates import runnable_pipelines
 from waypost.route.config import RouterConfig
-from waypost.route.features import collection_features, first_stage_features, index_features, query_features
+from waypost.route.features import (
+    collection_features,
+    extracted_filter,
+    filter_features,
+    first_stage_features,
+    index_features,
+    query_features,
+)
 
 
 def ms(values: list[float]) -> dict[str, float]:
@@ -65,6 +72,7 @@ def bench(data: Path, name: str, limit: int, selector: str) -> dict[str, Any]:
             first = HybridRetriever(ctx, engine.config.fusion).retrieve(q, 10)
             w0, c0 = time.perf_counter(), time.thread_time()
             found = {**query_features(q), **index_features(q, ctx), **first_stage_features(q, ctx, first)}
+            found.update(filter_features(extracted_filter(q, ctx.indexes), ctx.indexes))
             found.update(collection_features(ctx.indexes))
             chooser.select(q, found, runnable_pipelines(ctx, engine.llm_configured, structures=structures))
             wall.append((time.perf_counter() - w0) * 1000)

@@ -15,7 +15,7 @@ from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError
 from waypost.filters.model import Filter
-from waypost.route.base import Attempt, Choice, Features, Pipeline, RouteRecord
+from waypost.route.base import Attempt, Choice, Features, Pipeline, QueryPlan, RouteRecord
 from waypost.route.candidates import default_pool, runnable_pipelines
 from waypost.route.config import RouterConfig
 from waypost.route.execute import run_pipeline
@@ -196,3 +196,26 @@ def test_eval_accepts_auto(tmp_path: Path, minilm: Embedder) -> None:
     report = run_eval(data, "auto", k=5, config=config, cache_dir=tmp_path / "cache")
     assert report.strategy == "auto" and report.metrics["queries"] == 3
     assert report.metrics["ndcg@10"] == 1.0  # the filter query goes to the pipeline that reads filters
+
+
+class SplitOnAnd:
+    """A planner that splits "A and B" questions into their parts."""
+
+    name = "split"
+
+    def plan(self, query: str) -> QueryPlan:
+        parts = [p.strip() for p in query.split(" and ")] if " and " in query else []
+        return QueryPlan(query, sub_queries=parts if len(parts) > 1 else [])
+
+
+def test_a_plan_routes_each_sub_query_and_fuses(engine: Engine) -> None:
+    coll = engine.collection("c")
+    engine.use_router(Router(config=RouterConfig(selector="heuristic"), planner=SplitOnAnd()))
+    result = coll.retrieve("Where was Odile Brask born and where was Tomas Vell born", "auto", 4)
+    route = result.explanation.route
+    assert route is not None
+    assert route["plan"]["sub_queries"] == ["Where was Odile Brask born", "where was Tomas Vell born"]
+    assert len(route["sub_routes"]) == 3 and result.explanation.strategy == "fuse"
+    assert {"brask", "vell"} <= {h.document_id for h in result.hits}
+    single = coll.retrieve("Where was Odile Brask born?", "auto", 4).explanation.route
+    assert single is not None and "plan" not in single

@@ -17,7 +17,7 @@ import numpy as np
 
 from waypost.context import SearchContext
 from waypost.errors import WaypostError
-from waypost.filters.model import Filter
+from waypost.filters.model import Filter, conditions
 from waypost.index.set import IndexSet
 from waypost.index.topk import Mask, top_k
 from waypost.retrieval.fusion import FusionConfig
@@ -120,6 +120,7 @@ class FeaturePass:
     first_stage: RetrievalResult
     first_stage_ms: float = 0.0  # the hybrid pass
     features_ms: float = 0.0  # reading the features, beyond the hybrid pass (the router's own cost)
+    extracted: Filter | None = None  # the filter the collection's rule extractor read from the query
 
 
 def extract_features(
@@ -136,12 +137,14 @@ def extract_features(
     t1 = time.perf_counter()
     features: Features = {}
     features.update(query_features(query))
+    extracted = extracted_filter(query, ctx.indexes)
     features.update(index_features(query, ctx))
+    features.update(filter_features(extracted, ctx.indexes))
     features.update(first_stage_features(query, ctx, first, filters))
     features.update(collection_features(ctx.indexes))
     out = {name: _finite(features.get(name, 0.0)) for name in FEATURE_NAMES}
     t2 = time.perf_counter()
-    return FeaturePass(out, first, (t1 - t0) * 1000, (t2 - t1) * 1000)
+    return FeaturePass(out, first, (t1 - t0) * 1000, (t2 - t1) * 1000, extracted)
 
 
 def _finite(value: float) -> float:
@@ -188,8 +191,7 @@ def query_features(query: str) -> Features:
 
 
 def index_features(query: str, ctx: SearchContext) -> Features:
-    """Rare-term IDF, vocabulary coverage, the embedder's coverage of the query's language, and the
-    filters the collection's rule extractor finds (with how much of the collection they keep)."""
+    """Rare-term IDF, vocabulary coverage and the embedder's coverage of the query's language."""
     indexes = ctx.indexes
     out: Features = {}
     terms = indexes.bm25.query_tokens(query)
@@ -203,26 +205,30 @@ def index_features(query: str, ctx: SearchContext) -> Features:
     out["known_terms_share"] = min(1.0, len(set(terms)) / max(1, words))
     _language, weight, _note = ctx.dense_weight(query)
     out["dense_coverage"] = weight
-    conditions, selectivity = _filter_features(query, indexes)
-    out["filter_conditions"], out["filter_selectivity"] = conditions, selectivity
     return out
 
 
-def _filter_features(query: str, indexes: IndexSet) -> tuple[float, float]:
+def extracted_filter(query: str, indexes: IndexSet) -> Filter | None:
+    """The filter the collection's rule extractor reads from the query (None without metadata)."""
     if not indexes.metadata.fields:
-        return 0.0, 0.0
-    extraction = indexes.extractor().extract(query)
-    if extraction.filter is None:
-        return 0.0, 0.0
+        return None
+    return indexes.extractor().extract(query).filter
+
+
+def filter_features(flt: Filter | None, indexes: IndexSet) -> Features:
+    """How many conditions the extracted filter has, and the share of live chunks it drops."""
+    if flt is None:
+        return {"filter_conditions": 0.0, "filter_selectivity": 0.0}
+    count = float(len(conditions(flt)))
     live = indexes.live_count
     try:
-        mask = indexes.metadata.mask(extraction.filter)
+        mask = indexes.metadata.mask(flt)
     except WaypostError:  # a filter the index cannot evaluate: no selectivity to measure
-        return float(len(extraction.conditions)), 0.0
+        return {"filter_conditions": count, "filter_selectivity": 0.0}
     if indexes.live is not None:
         mask = mask & indexes.live
     kept = int(mask.sum()) / max(1, live)
-    return float(len(extraction.conditions)), 1.0 - kept
+    return {"filter_conditions": count, "filter_selectivity": 1.0 - kept}
 
 
 def first_stage_features(

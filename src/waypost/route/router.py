@@ -178,7 +178,7 @@ class Router:
                 return cached
         if self.planner is not None:
             plan = self.planner.plan(query)
-            if plan.sub_queries:
+            if plan.sub_queries or self.plan_runner is not None:
                 result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
                 self._finish(collection, key, result, started, len(query))
                 return result
@@ -221,7 +221,9 @@ class Router:
         stage.retrieve = (t3 - t2) * 1000
         attempts: list[Attempt] = []
         if self.corrector is not None:
-            result, attempts = self.corrector.correct(query, result, choice, execute, k, filters, ctx=ctx)
+            result, attempts = self.corrector.correct(
+                query, result, choice, execute, k, filters, extracted=found.extracted, ctx=ctx
+            )
             stage.correct = (time.perf_counter() - t3) * 1000
         result.hits = result.hits[:k]
         result.explanation.route = route_dict(collection.name, choice, candidates, stage, attempts, reused)
