@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -23,10 +23,18 @@ from waypost.llm.base import LLMProvider
 from waypost.types import Explanation, Hit, NodeRef, Provenance
 
 if TYPE_CHECKING:
+    from waypost.filters.extract import Extraction
     from waypost.graph.live import LiveGraph
     from waypost.hierarchy.live import LiveTree
     from waypost.hierarchy.search import TreeArrays
+    from waypost.llm.accounting import QueryMetadata
     from waypost.post.evidence import EvidenceGraph
+
+
+class QueryFilterExtractor(Protocol):
+    """Rule-based (``FilterExtractor``) or LLM-backed (``LLMFilterExtractor``, which falls back to rules)."""
+
+    def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction: ...
 
 
 @dataclass
@@ -40,6 +48,9 @@ class SearchContext:
     graph: LiveGraph | None = None  # the collection's knowledge graph, for graph strategies
     llm_source: Callable[[], LLMProvider | None] | None = None  # the configured LLM, loaded on first ask
     prices: PriceTable = field(default_factory=PriceTable)
+    # the collection's configured filter extractor (the LLM's with llm_filters), made on first ask; None: the
+    # rules over this context's indexes
+    filter_extractor_source: Callable[[], QueryFilterExtractor] | None = None
     _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
     _dense: tuple[str, npt.NDArray[np.float32]] | None = field(default=None, repr=False)
     _lexical: tuple[str, npt.NDArray[np.float64]] | None = field(default=None, repr=False)
@@ -48,6 +59,10 @@ class SearchContext:
     def llm(self) -> LLMProvider | None:
         """The engine's LLM for strategies with an LLM step, or None (they then run their offline path)."""
         return self.llm_source() if self.llm_source is not None else None
+
+    def filter_extractor(self) -> QueryFilterExtractor:
+        """What extracts filters from query text (the metadata strategy's first step)."""
+        return self.filter_extractor_source() if self.filter_extractor_source is not None else self.indexes.extractor()
 
     def query_vector(self, query: str) -> FloatMatrix:
         """The query's embedding, computed once per context (a strategy and its post stages share it)."""

@@ -353,6 +353,7 @@ class Collection:
             self.engine.graphs.live(self.name),
             self.engine.llm,
             self.engine.config.prices,
+            self.query_filter_extractor if self.engine.config.llm_filters else None,
         )
 
     def tree(self) -> LiveTree:
@@ -444,15 +445,7 @@ class Collection:
         fusion = fusion or self.engine.config.fusion
         reranker = self.reranker(rerank, ctx) if isinstance(rerank, str) else rerank
         want = max(k, reranker.depth) if reranker is not None else k
-        if strategy == "metadata" and self.engine.config.llm_filters:
-            from waypost.retrieval.metadata import MetadataRetriever
-
-            result = MetadataRetriever(ctx, fusion, self.query_filter_extractor()).retrieve(query, want, filters)
-        elif strategy != "web" and strategy_spec(strategy).needs_graph and ctx.graph is not None:
-            with ctx.graph.reading():  # no catch-up changes the graph while this query reads it
-                result = make_retriever(strategy, ctx, fusion, params).retrieve(query, want, filters)
-        else:
-            result = make_retriever(strategy, ctx, fusion, params).retrieve(query, want, filters)
+        result = make_retriever(strategy, ctx, fusion, params).retrieve(query, want, filters)
         if reranker is not None:
             result = reranker.rerank(query, result)
         if passages is not None:

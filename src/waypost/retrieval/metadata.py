@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from waypost.context import SearchContext, Timer
-from waypost.filters.extract import Extraction, combine
+from waypost.context import QueryFilterExtractor, SearchContext, Timer
+from waypost.filters.extract import combine
 from waypost.filters.model import Filter
 from waypost.llm.accounting import QueryMetadata
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.hybrid import hybrid_search
 from waypost.types import RetrievalResult
 
-
-class QueryFilterExtractor(Protocol):
-    """Rule-based (``FilterExtractor``) or LLM-backed (``LLMFilterExtractor``, which falls back to rules)."""
-
-    def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction: ...
+__all__ = ["MetadataRetriever", "QueryFilterExtractor"]
 
 
 class MetadataRetriever:
@@ -27,7 +21,7 @@ class MetadataRetriever:
     ) -> None:
         self.ctx = ctx
         self.config = config or FusionConfig()
-        self.extractor = extractor or ctx.indexes.extractor()
+        self.extractor = extractor or ctx.filter_extractor()
 
     def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
         timer = Timer()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waypost.base import Retriever
 from waypost.context import SearchContext
 from waypost.errors import InvalidInputError
+from waypost.filters.model import Filter
 from waypost.retrieval.bm25 import BM25Retriever
 from waypost.retrieval.dense import DenseRetriever
 from waypost.retrieval.doc_summary import DocSummaryParams, DocSummaryRetriever
@@ -24,6 +25,10 @@ from waypost.retrieval.params import NoParams, parse_params
 from waypost.retrieval.passage_strategy import PassageStrategyParams
 from waypost.retrieval.raptor_collapsed import CollapsedParams, RaptorCollapsedRetriever
 from waypost.retrieval.raptor_traversal import RaptorTraversalRetriever, TraversalParams
+from waypost.types import RetrievalResult
+
+if TYPE_CHECKING:
+    from waypost.graph.live import LiveGraph
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,20 @@ class Strategy:
     needs_llm: bool = False
     cost: float = 1.0
     extracts_filters: bool = False  # reads metadata filters out of the query text (the router's filter rule)
+
+
+class GraphReading:
+    """A graph strategy's retriever whose every query holds the graph's read section: no catch-up changes the
+    graph while the query reads it."""
+
+    def __init__(self, retriever: Retriever, graph: LiveGraph) -> None:
+        self.retriever = retriever
+        self.graph = graph
+        self.name = retriever.name
+
+    def retrieve(self, query: str, k: int = 10, filters: Filter | None = None) -> RetrievalResult:
+        with self.graph.reading():
+            return self.retriever.retrieve(query, k, filters)
 
 
 def _hipporag(ctx: SearchContext, fusion: FusionConfig, params: HippoParams) -> Retriever:
@@ -118,7 +137,8 @@ def make_retriever(
 
         return WebRetriever(web_search_provider())  # a clear error while no provider is configured
     spec = strategy(name)
-    return spec.make(ctx, fusion or FusionConfig(), parse_params(name, spec.params, params))
+    retriever = spec.make(ctx, fusion or FusionConfig(), parse_params(name, spec.params, params))
+    return GraphReading(retriever, ctx.graph) if spec.needs_graph and ctx.graph is not None else retriever
 
 
 # One line per strategy for prompts and listings (the LLM router shows them); a strategy without one is
