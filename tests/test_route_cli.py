@@ -1,4 +1,4 @@
-"""``waypost collection describe`` and ``waypost stats --routes``."""
+"""The CLI under routing: auto by default, --explain prints the route, --pipeline replays it exactly."""
 
 from __future__ import annotations
 
@@ -6,41 +6,30 @@ import json
 from pathlib import Path
 
 from tests.cli_runner import Cli
-from tests.conformance.route_suite import record
+from tests.route_corpus import make_engine
 from waypost.base import Embedder
-from waypost.engine import Engine
-from waypost.types import Document
 
 
-def make_store(path: Path, minilm: Embedder) -> None:
-    with Engine(path) as engine:
-        engine.register_embedder(minilm)
-        engine.collection("films", create=True).add([Document("f1", "A heist inside dreams.")])
-        for i in range(6):
-            engine.telemetry.record(
-                record(i, collection="films", pipeline="hybrid" if i < 4 else "hipporag", hit=i == 0)
-            )
-
-
-def test_describe_then_list(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
-    store = tmp_path / "store"
-    make_store(store, minilm)
-    out = cli("collection", "describe", "films", "Movie catalogue:   plots and cast", "--store", store)
-    assert out.exit_code == 0, out.stderr
-    assert "films: Movie catalogue: plots and cast" in out.stdout
-    listed = json.loads(cli("ls", "--store", store, "--json").stdout)
-    assert listed[0]["description"] == "Movie catalogue: plots and cast"
-    missing = cli("collection", "describe", "nope", "x", "--store", store)
-    assert missing.exit_code != 0 and "nope" in missing.stderr
-
-
-def test_stats_routes_as_json_and_table(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
-    store = tmp_path / "store"
-    make_store(store, minilm)
-    out = cli("stats", "--routes", "--json", "--store", store)
-    assert out.exit_code == 0, out.stderr
-    data = json.loads(out.stdout)
-    assert data["routes"] == 6 and list(data["pipelines"]) == ["hybrid", "hipporag"]
-    assert abs(data["cache_hit_rate"] - 1 / 6) < 1e-9
-    table = cli("stats", "--routes", "--store", store)
-    assert table.exit_code == 0 and "6 routed queries" in table.stdout and "hipporag" in table.stdout
+def test_query_auto_explain_and_replay(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
+    path = tmp_path / "store"
+    make_engine(path, minilm).close()
+    base = ["query", "Where was Odile Brask born?", "--store", str(path), "-c", "c", "-k", "3"]
+    routed = cli(*base, "--json")
+    assert routed.exit_code == 0, routed.stderr
+    payload = json.loads(routed.stdout)
+    route = payload["explain"]["route"]
+    assert route is not None and route["collection"] == "c"  # auto is the default
+    replay = cli(*base, "--pipeline", route["pipeline_json"], "--json")
+    assert replay.exit_code == 0, replay.stderr
+    hits = [(h["document_id"], tuple(h["span"])) for h in payload["hits"]]
+    assert [(h["document_id"], tuple(h["span"])) for h in json.loads(replay.stdout)["hits"]] == hits
+    shown = cli(*base, "--explain")
+    assert shown.exit_code == 0, shown.stderr
+    assert "route" in shown.stdout and route["pipeline_json"] in shown.stdout and "reasoning" in shown.stdout
+    bad = cli(*base, "--pipeline", '{"strategy": "hybrid", "speed": 3}')
+    assert bad.exit_code == 2 and "no field 'speed'" in bad.stderr
+    mixed = cli(*base, "--pipeline", '{"strategy": "bm25"}', "--strategy", "dense")
+    assert mixed.exit_code == 2 and "--pipeline replays a whole pipeline" in mixed.stderr
+    asked = cli("ask", "Where was Odile Brask born?", "--store", str(path), "-c", "c", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    assert json.loads(asked.stdout)["answer"]

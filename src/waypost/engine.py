@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from waypost.answer.model import Answer, AnswerStream
 from waypost.answer.service import AnswerService
@@ -37,12 +38,16 @@ from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
 from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
-from waypost.route.base import CollectionSelector
+from waypost.route.base import AUTO, CollectionSelector
 from waypost.route.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, QueryCache
+from waypost.route.config import RouterConfig
 from waypost.route.telemetry import RouteTelemetry
 from waypost.store.backend import open_backend
 from waypost.types import Document, Hit, RetrievalResult
 from waypost.validation import collection_name, id_list, name_string, one_id, positive_int, query_text, string_mapping
+
+if TYPE_CHECKING:
+    from waypost.route.router import Router
 
 DEFAULT_COLLECTION = "default"
 
@@ -72,6 +77,7 @@ class EngineConfig:
     query_cache_entries: int = DEFAULT_MAX_ENTRIES  # the query cache (``waypost.route.cache``): entries kept
     query_cache_ttl_s: float = DEFAULT_TTL_S  # and for how long
     collection_selector: str = "embedding"  # how search() chooses collections: embedding | learned:PATH | llm
+    router: RouterConfig = field(default_factory=RouterConfig)  # how strategy="auto" picks a pipeline
 
 
 class Engine:
@@ -111,6 +117,26 @@ class Engine:
         self.query_cache = QueryCache(self.config.query_cache_entries, self.config.query_cache_ttl_s)
         self.telemetry = RouteTelemetry(self.backend.routes)  # routed queries, written in batches
         self._collection_selector: CollectionSelector | None = None
+        self._router: Router | None = None
+
+    def router(self) -> Router:
+        """What ``strategy="auto"`` hands queries to (made from ``config.router`` on first use; replace it
+        with ``engine.use_router(Router(...))`` to add a planner, a corrective loop, a cache or telemetry)."""
+        with self._lock:
+            if self._router is None:
+                from waypost.route.router import Router
+
+                self._router = Router.from_engine(self)
+            return self._router
+
+    def use_router(self, router: Router) -> None:
+        with self._lock:
+            self._router = router
+
+    @property
+    def llm_configured(self) -> bool:
+        """Whether an LLM is set, without loading it."""
+        return self._llm is not None if self._llm_ready else self.config.llm != "none"
 
     def llm(self) -> LLMProvider | None:
         """The configured LLM (cached on disk), or ``None`` for the LLM-free paths."""
@@ -416,7 +442,7 @@ class Collection:
     def answer(
         self,
         question: str,
-        strategy: str = "hybrid",
+        strategy: str = AUTO,
         k: int = 5,
         params: Mapping[str, object] | None = None,
         passages: PassageConfig | None = None,
@@ -430,7 +456,7 @@ class Collection:
     def stream_answer(
         self,
         question: str,
-        strategy: str = "hybrid",
+        strategy: str = AUTO,
         k: int = 5,
         params: Mapping[str, object] | None = None,
         passages: PassageConfig | None = None,
@@ -449,17 +475,23 @@ class Collection:
         params: Mapping[str, object] | None = None,
         passages: PassageConfig | None = None,
         rerank: str | Reranker | None = None,
+        *,
+        context: SearchContext | None = None,
     ) -> RetrievalResult:
-        """``params``: the strategy's own parameters (see ``waypost strategies``), e.g. ``{"budget": 1000}``;
+        """``strategy="auto"``: the engine's router picks the pipeline (see ``waypost.route.router``);
+        ``params``: the strategy's own parameters (see ``waypost strategies``), e.g. ``{"budget": 1000}``;
         ``passages``: assemble the hits into passages (``PassageConfig()``: grow, 1,024 tokens);
         ``rerank``: reorder the best hits first (``"default"``, a profile name, ``"cross-encoder:PATH"``,
-        ``"llm"``; see ``waypost.post.rerank.factory``), or a ``Reranker`` already made."""
+        ``"llm"``; see ``waypost.post.rerank.factory``), or a ``Reranker`` already made; ``context``: a
+        search context of this collection to reuse (its query vector and cached scores)."""
         query, strategy, k, params = check_request(query, strategy, k, params, rerank, passages)
         if filters is not None:
             check_filter(filters)
         if fusion is not None and not isinstance(fusion, FusionConfig):
             raise InvalidInputError(f"fusion must be a FusionConfig, got {type(fusion).__name__}")
-        ctx = self.context()
+        if strategy == AUTO:
+            return self.engine.router().retrieve(self, query, k, filters, fusion, passages, rerank, params)
+        ctx = context or self.context()
         fusion = fusion or self.engine.config.fusion
         reranker = self.reranker(rerank, ctx) if isinstance(rerank, str) else rerank
         want = max(k, reranker.depth) if reranker is not None else k
@@ -520,7 +552,7 @@ def check_request(
     """The arguments every query call shares, checked: each problem is an ``InvalidInputError`` naming it."""
     text = query_text(query)
     name = name_string(strategy, "strategy")
-    if name != "web":
+    if name not in ("web", AUTO):
         strategy_spec(name)  # an unknown name lists the known ones
     count = positive_int(k, "k")
     checked = string_mapping(params, "params")

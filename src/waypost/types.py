@@ -144,6 +144,7 @@ class Explanation:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     llm: QueryMetadata | None = None  # LLM calls made by retrieval steps (filter extraction), if any
+    route: dict[str, Any] | None = None  # strategy="auto": the router's choice, confidence, reasons, timings
 
     @property
     def total_ms(self) -> float:
@@ -160,6 +161,7 @@ class Explanation:
             "total_ms": round(self.total_ms, 3),
             "notes": self.notes,
             "llm": self.llm.to_dict() if self.llm is not None else None,
+            "route": self.route,
         }
 
 

@@ -30,7 +30,7 @@ ModelOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 DEFAULT_STORE = Path(".waypost")
-StrategyOpt = Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")]
+StrategyOpt = Annotated[str, typer.Option(help=f"auto (the router chooses) or one of: {', '.join(STRATEGIES)}.")]
 FusionOpt = Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")]
 AlphaOpt = Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")]
 ReferencesOpt = Annotated[float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -30,6 +30,7 @@ from waypost.cli.common import (
     StrategyOpt,
     _engine,
     _existing,
+    _fail,
     _filters,
     _passages,
 )
@@ -38,7 +39,10 @@ from waypost.post.passages import PassageConfig
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
+from waypost.route.base import AUTO, Pipeline
+from waypost.route.execute import run_pipeline
 from waypost.types import RetrievalResult
+from waypost.validation import query_text
 
 
 def _print_result(result: RetrievalResult, explain: bool) -> None:
@@ -59,6 +63,8 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
     console.print(table)
     if explain:
         ex = result.explanation
+        if ex.route:
+            _print_route(ex.route)
         console.print(f"[bold]strategy[/] {ex.strategy}   [bold]semantic query[/] {ex.semantic_query!r}")
         console.print(f"[bold]filters[/] {ex.filters or 'none'}   [bold]candidates[/] {ex.candidates}")
         console.print(
@@ -74,12 +80,33 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
                 console.print(f"  [dim]#{i} features: {values}[/]")
 
 
+def _print_route(route: dict[str, Any]) -> None:
+    """What the router chose and why (``--explain`` under ``--strategy auto``)."""
+    console.print(
+        f"[bold]route[/] {route.get('label')}   [bold]confidence[/] {route.get('confidence', 0.0):.2f}   "
+        f"[bold]selector[/] {route.get('selector')}   [bold]collection[/] {route.get('collection')}"
+    )
+    console.print(f"[bold]pipeline[/] {route.get('pipeline_json')}", markup=False, highlight=False)
+    console.print(f"[bold]reasoning[/] {route.get('reasoning')}")
+    stages = route.get("timings_ms") or {}
+    console.print("[bold]routing[/] " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in stages.items()))
+    if route.get("ranking"):
+        console.print("[bold]ranking[/] " + ", ".join(f"{label} {score:.3f}" for label, score in route["ranking"]))
+    for attempt in route.get("attempts") or []:
+        kept = "kept" if attempt.get("kept") else "not kept"
+        console.print(f"  [dim]retry: {attempt.get('action')} ({kept}): {attempt.get('reason')}[/]")
+
+
 @app.command()
 def query(
     text: Annotated[str, typer.Argument(help="The question or search terms.")],
     store: StoreOpt = DEFAULT_STORE,
     collection: CollOpt = DEFAULT_COLLECTION,
-    strategy: StrategyOpt = "hybrid",
+    strategy: StrategyOpt = AUTO,
+    pipeline: Annotated[
+        str | None,
+        typer.Option("--pipeline", help='Replay a pipeline exactly, as --explain prints it: {"strategy": "hybrid"}.'),
+    ] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of hits.")] = 5,
     where: Annotated[
         list[str], typer.Option("--where", "-w", help="Filter such as year>=2015 or 'country in India,Spain'.")
@@ -90,7 +117,9 @@ def query(
     fusion: FusionOpt = FusionMethod.WEIGHTED,
     alpha: AlphaOpt = FusionConfig.alpha,
     references: ReferencesOpt = FusionConfig.reference_weight,
-    explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show the route (pipeline, confidence, reasoning), filters and timings.")
+    ] = False,
     model: ModelOpt = None,
     llm: LlmOpt = "none",
     llm_filters: LlmFiltersOpt = False,
@@ -109,16 +138,21 @@ def query(
         llm=llm,
         llm_filters=llm_filters,
     )
+    replay = _replayed(pipeline, strategy, param, passages, rerank)
     with Engine(_existing(store), config) as engine:
-        result = engine.collection(collection).retrieve(
-            text,
-            strategy,
-            k=k,
-            filters=_filters(where, where_json),
-            params=split_assignments(param),
-            passages=_passages(passages, passage_tokens, passage_keep, passage_window),
-            rerank=rerank,
-        )
+        coll = engine.collection(collection)
+        if replay is not None:
+            result = run_pipeline(coll, replay, query_text(text), k, _filters(where, where_json))
+        else:
+            result = coll.retrieve(
+                text,
+                strategy,
+                k=k,
+                filters=_filters(where, where_json),
+                params=split_assignments(param),
+                passages=_passages(passages, passage_tokens, passage_keep, passage_window),
+                rerank=rerank,
+            )
     if as_json:
         payload = {
             "hits": [h.to_dict() for h in result.hits],
@@ -130,13 +164,24 @@ def query(
         _print_result(result, explain)
 
 
+def _replayed(
+    pipeline: str | None, strategy: str, param: list[str], passages: object, rerank: str | None
+) -> Pipeline | None:
+    """The ``--pipeline`` to replay, or None; it carries its own strategy, parameters, passages and reranker."""
+    if pipeline is None:
+        return None
+    if strategy != AUTO or param or passages is not None or rerank is not None:
+        _fail("--pipeline replays a whole pipeline: leave out --strategy, --param, --passages and --rerank")
+    return Pipeline.from_json(pipeline)  # bad JSON: an InvalidInputError the app prints
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     store: StoreOpt = DEFAULT_STORE,
     collection: CollOpt = DEFAULT_COLLECTION,
     llm: LlmOpt = "none",
-    strategy: StrategyOpt = "hybrid",
+    strategy: StrategyOpt = AUTO,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Passages given to the answerer.")] = 5,
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Print tokens as they arrive.")] = True,
     timeout: Annotated[float, typer.Option(help="LLM request timeout in seconds.")] = 60.0,
@@ -217,5 +262,6 @@ def demo(
 @app.command()
 def strategies() -> None:
     """The retrieval strategies and the parameters each takes (set them with --param name=value)."""
+    console.print(f"[bold]{AUTO}[/]  the router picks a pipeline per query (the default; see query --explain)")
     for name, spec in STRATEGIES.items():
         console.print(f"[bold]{name}[/]  {describe(spec.params) or '(no parameters)'}")

@@ -26,6 +26,7 @@ from waypost.filters.model import Condition, Op
 from waypost.post.passages import PassageConfig
 from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
+from waypost.route.base import AUTO
 from waypost.types import Hit
 
 COLLECTION = "corpus"
@@ -144,7 +145,7 @@ def run_eval(
         depth = max(k, 100)
         queries = dataset.queries[:limit] if limit else dataset.queries
         # build indexes (and a tree or a graph, for the strategies that use one), load the model
-        if strategy_spec(strategy).needs_graph if strategy != "web" else False:
+        if strategy not in ("web", AUTO) and strategy_spec(strategy).needs_graph:  # auto picks only what is built
             collection.graph().get(show_progress=show_progress)
         collection.retrieve(queries[0].text if queries else "warm up", strategy, k=10, params=params, rerank=rerank)
         per_query: dict[str, list[float]] = {}

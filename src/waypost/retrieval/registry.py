@@ -42,6 +42,7 @@ class Strategy:
     needs_graph: bool = False
     needs_llm: bool = False
     cost: float = 1.0
+    extracts_filters: bool = False  # reads metadata filters out of the query text (the router's filter rule)
 
 
 class GraphReading:
@@ -101,11 +102,13 @@ def _small_to_big(ctx: SearchContext, fusion: FusionConfig, params: PassageStrat
     return SmallToBigRetriever(ctx, fusion, params)
 
 
+DEFAULT_STRATEGY = "hybrid"  # the reliability default: the router's first stage; gains are measured against it
+
 STRATEGIES: dict[str, Strategy] = {
     "dense": Strategy(lambda ctx, _cfg, _p: DenseRetriever(ctx), cost=0.6),
     "bm25": Strategy(lambda ctx, _cfg, _p: BM25Retriever(ctx), cost=0.4),
     "hybrid": Strategy(lambda ctx, cfg, _p: HybridRetriever(ctx, cfg)),
-    "metadata": Strategy(lambda ctx, cfg, _p: MetadataRetriever(ctx, cfg), cost=1.2),
+    "metadata": Strategy(lambda ctx, cfg, _p: MetadataRetriever(ctx, cfg), cost=1.2, extracts_filters=True),
     "raptor-collapsed": Strategy(RaptorCollapsedRetriever, CollapsedParams, True, cost=2.0),
     "raptor-traversal": Strategy(RaptorTraversalRetriever, TraversalParams, True, cost=2.0),
     "doc-summary": Strategy(DocSummaryRetriever, DocSummaryParams, True, cost=2.0),
@@ -136,3 +139,23 @@ def make_retriever(
     spec = strategy(name)
     retriever = spec.make(ctx, fusion or FusionConfig(), parse_params(name, spec.params, params))
     return GraphReading(retriever, ctx.graph) if spec.needs_graph and ctx.graph is not None else retriever
+
+
+# One line per strategy for prompts and listings (the LLM router shows them); a strategy without one is
+# described from its declared needs and cost.
+DESCRIPTIONS: dict[str, str] = {
+    "dense": "embedding similarity only; paraphrases and semantic questions",
+    "bm25": "keyword match only; rare names, codes and exact terms",
+    "hybrid": "dense and keyword rankings fused; the reliable default for specific questions",
+    "metadata": "reads filters (years, categories, ratings, people) out of the query, then hybrid on what matches",
+    "raptor-collapsed": "summaries of every level of a document tree compete with passages; broad or summary questions",
+    "raptor-traversal": "walks a summary tree from the top down; overview questions over long documents",
+    "doc-summary": "finds the best documents by their summaries, then their best chunks",
+    "auto-merge": "returns whole sections when several hits share one",
+    "small-to-big": "matches small chunks, returns them with their neighbours",
+    "hipporag": "personalized PageRank over an entity graph; multi-hop questions linking several entities",
+    "graph-local": "an entity's graph neighbourhood; questions about relations between named things",
+    "graph-global": "community reports of the entity graph; corpus-wide themes",
+    "lightrag": "entity and relation keywords over the graph; mixed specific and thematic questions",
+    "multihop": "retrieves, reads bridge entities off the hits, retrieves again; two-step questions",
+}

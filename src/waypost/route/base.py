@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 Scalar = str | int | float | bool
 FUSE = "fuse"  # the pseudo-strategy of a pipeline that fuses other pipelines by reciprocal rank
+AUTO = "auto"  # the strategy name that hands a query to the router
 
 
 @dataclass(frozen=True)

@@ -3,36 +3,82 @@ reciprocal-rank fusion of several pipelines (hits deduplicated by chunk)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import replace
+from enum import Enum
 from typing import TYPE_CHECKING
 
+from waypost.context import SearchContext
+from waypost.errors import InvalidInputError
 from waypost.filters.model import Filter
-from waypost.route.base import FUSE, Pipeline
+from waypost.retrieval.fusion import FusionConfig
+from waypost.route.base import FUSE, Pipeline, Scalar
 from waypost.types import Explanation, Hit, RetrievalResult
 
 if TYPE_CHECKING:
     from waypost.engine import Collection
+    from waypost.post.passages import PassageConfig
 
 RRF_K = 60
 
 
 def run_pipeline(
-    collection: Collection, pipeline: Pipeline, query: str, k: int = 10, filters: Filter | None = None
+    collection: Collection,
+    pipeline: Pipeline,
+    query: str,
+    k: int = 10,
+    filters: Filter | None = None,
+    *,
+    ctx: SearchContext | None = None,
+    fusion: FusionConfig | None = None,
 ) -> RetrievalResult:
+    """``ctx``: a search context of ``collection`` to reuse (its query vector and score caches);
+    ``fusion``: the hybrid fusion settings (None: the engine's)."""
     if pipeline.strategy == FUSE:
-        return fuse_results(query, [run_pipeline(collection, p, query, k, filters) for p in pipeline.fuse], k)
-    from waypost.post.passages import PassageConfig
-
-    passages = None if pipeline.passages is None else PassageConfig(**dict(pipeline.passages))  # type: ignore[arg-type]
+        parts = [run_pipeline(collection, p, query, k, filters, ctx=ctx, fusion=fusion) for p in pipeline.fuse]
+        return fuse_results(query, parts, k)
     return collection.retrieve(
         query,
         pipeline.strategy,
         k,
         filters=filters,
+        fusion=fusion,
         params=dict(pipeline.params),
-        passages=passages,
+        passages=None if pipeline.passages is None else passage_config(dict(pipeline.passages)),
         rerank=pipeline.rerank,
+        context=ctx,
     )
+
+
+def passage_config(fields: Mapping[str, Scalar]) -> PassageConfig:
+    """A ``PassageConfig`` from a pipeline's passages mapping (the policy by its name)."""
+    from waypost.post.passages import PassageConfig, PassagePolicy
+
+    known = {f.name for f in dataclasses.fields(PassageConfig)}
+    unknown = set(fields) - known
+    if unknown:
+        names = ", ".join(sorted(known))
+        raise InvalidInputError(f"passages has no field {', '.join(sorted(unknown))}; known: {names}")
+    values = dict(fields)
+    if "policy" in values:
+        try:
+            values["policy"] = PassagePolicy(str(values["policy"]))
+        except ValueError:
+            choices = ", ".join(p.value for p in PassagePolicy)
+            raise InvalidInputError(f"passage policy {values['policy']!r} is not one of {choices}") from None
+    config = PassageConfig(**values)  # type: ignore[arg-type]
+    config.check()
+    return config
+
+
+def passage_fields(config: PassageConfig) -> dict[str, Scalar]:
+    """The mapping a pipeline carries for ``config`` (the inverse of ``passage_config``)."""
+    out: dict[str, Scalar] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = value.value if isinstance(value, Enum) else value
+    return out
 
 
 def fuse_results(query: str, results: list[RetrievalResult], k: int) -> RetrievalResult:

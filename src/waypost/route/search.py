@@ -78,8 +78,15 @@ def search(
     results = [engine.collection(name).retrieve(query, strategy, k, filters=filters) for name in choice.collections]
     result = results[0] if len(results) == 1 else fuse_results(query, results, k)
     result.explanation.timings_ms["collections"] = routed_ms
-    # until Explanation has a structured route field, the choice is a note
     result.explanation.notes.insert(0, choice_note(choice))
+    route = dict(result.explanation.route or {})
+    route["collections"] = {**choice.to_dict(), "ms": round(routed_ms, 3)}
+    if len(results) > 1:
+        route["per_collection"] = {
+            name: (r.explanation.route or {}).get("label", r.explanation.strategy)
+            for name, r in zip(choice.collections, results, strict=True)
+        }
+    result.explanation.route = route
     return result
 
 

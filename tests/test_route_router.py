@@ -1,0 +1,221 @@
+"""strategy="auto" on a real store with the real model: the route in the explanation, runnable pipelines
+only, replay of the chosen pipeline, the embedding selector, and the hooks (cache, telemetry, corrective)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.route_corpus import QUERIES, make_engine
+from waypost.base import Embedder
+from waypost.engine import Engine, EngineConfig
+from waypost.errors import InvalidInputError
+from waypost.filters.model import Filter
+from waypost.route.base import Attempt, Choice, Features, Pipeline, QueryPlan, RouteRecord
+from waypost.route.candidates import default_pool, runnable_pipelines
+from waypost.route.config import RouterConfig
+from waypost.route.execute import run_pipeline
+from waypost.route.router import Execute, Router
+from waypost.route.selectors.common import needs_graph, needs_tree
+from waypost.route.selectors.embedding import EmbeddingSelector
+from waypost.types import RetrievalResult
+
+
+@pytest.fixture
+def engine(tmp_path: Path, minilm: Embedder) -> Iterator[Engine]:
+    config = EngineConfig(chunk_tokens=40, background_index_work=False, router=RouterConfig(selector="heuristic"))
+    engine = make_engine(tmp_path / "store", minilm, config)
+    yield engine
+    engine.close()
+
+
+def ids(result: RetrievalResult) -> list[tuple[str, int, int]]:
+    return [(h.chunk.document_id, h.chunk.start, h.chunk.end) for h in result.hits]
+
+
+def test_auto_returns_the_route_in_the_explanation(engine: Engine) -> None:
+    result = engine.collection("c").retrieve("Where was Odile Brask born?", "auto", 3)
+    route = result.explanation.route
+    assert route is not None and result.hits
+    assert route["collection"] == "c" and route["selector"] == "heuristic"
+    assert Pipeline.from_json(route["pipeline_json"]).label == route["label"]
+    assert 0 <= route["confidence"] <= 1 and route["reasoning"]
+    assert set(route["timings_ms"]) >= {"features", "select", "retrieve"} and route["retries"] == 0
+    assert result.explanation.to_dict()["route"] == route
+    assert result.hits[0].document_id == "brask"
+
+
+def test_replaying_the_chosen_pipeline_gives_the_same_hits(engine: Engine) -> None:
+    coll = engine.collection("c")
+    for query in QUERIES:
+        routed = coll.retrieve(query, "auto", 5)
+        assert routed.explanation.route is not None
+        replay = run_pipeline(coll, Pipeline.from_json(routed.explanation.route["pipeline_json"]), query, 5)
+        assert ids(replay) == ids(routed), query
+
+
+def test_structure_pipelines_are_never_picked_while_missing(engine: Engine) -> None:
+    coll = engine.collection("c")
+    ctx = coll.context()
+    runnable = runnable_pipelines(ctx, llm_configured=False)
+    assert runnable and not any(needs_tree(p) or needs_graph(p) for p in runnable)
+    assert len(runnable_pipelines(ctx, False, build_on_first_use=True)) == len(default_pool())
+    engine.use_router(Router(config=RouterConfig(selector="round-robin")))
+    labels = set()
+    for _ in range(2 * len(runnable)):
+        route = coll.retrieve("harbour budget", "auto", 3).explanation.route
+        assert route is not None and route["selector"] == "round-robin"
+        labels.add(route["label"])
+    assert labels == {p.label for p in runnable}
+    coll.tree().get()  # now built: tree pipelines join
+    assert any(needs_tree(p) for p in runnable_pipelines(coll.context(), llm_configured=False))
+
+
+def test_auto_is_accepted_where_a_strategy_is(engine: Engine) -> None:
+    coll = engine.collection("c")
+    answer = coll.answer("Where was Tomas Vell born?")  # auto is the default
+    assert answer.text
+    with pytest.raises(InvalidInputError, match="named strategy"):
+        coll.retrieve("q", "auto", params={"budget": 100})
+    from waypost.post.passages import PassageConfig
+
+    routed = coll.retrieve("Where was Tomas Vell born?", "auto", 2, passages=PassageConfig(tokens=80))
+    assert routed.explanation.route is not None and "+passages" in routed.explanation.route["label"]
+    assert all(h.passage is not None for h in routed.hits)
+
+
+def test_embedding_selector_routes_by_examples(engine: Engine, minilm: Embedder) -> None:
+    exemplars = {
+        Pipeline.of("bm25"): ["error code E1047", "part number XR-2209", "parse_config() raises ConfigError"],
+        Pipeline.of("hybrid"): ["where was she born", "when did he start the company", "what is the town known for"],
+    }
+    selector = EmbeddingSelector(minilm, exemplars)
+    pool = [Pipeline.of("hybrid"), Pipeline.of("bm25")]
+    code = selector.select("what error does open_store() raise, code E2001", {}, pool)
+    person = selector.select("where was the engineer born", {}, pool)
+    assert code.pipeline == Pipeline.of("bm25") and person.pipeline == Pipeline.of("hybrid")
+    assert 0.5 <= code.confidence <= 1 and "examples" in code.reasoning
+    shipped = EmbeddingSelector(minilm).select("summarize the main points of the meeting", {}, default_pool())
+    assert needs_tree(shipped.pipeline)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.records: list[RouteRecord] = []
+
+    def record(self, record: RouteRecord) -> None:
+        self.records.append(record)
+
+
+class DictCache:
+    """Copies in and out, as the query cache does."""
+
+    def __init__(self) -> None:
+        self.entries: dict[Any, RetrievalResult] = {}
+
+    def get(self, key: Any) -> RetrievalResult | None:
+        found = self.entries.get(key)
+        return copy.deepcopy(found) if found is not None else None
+
+    def put(self, key: Any, result: RetrievalResult) -> None:
+        self.entries[key] = copy.deepcopy(result)
+
+
+class NextPipeline:
+    """A corrective loop that always tries the choice's next pipeline and keeps it."""
+
+    def correct(
+        self,
+        query: str,
+        result: RetrievalResult,
+        choice: Choice,
+        execute: Execute,
+        k: int,
+        filters: Filter | None,
+        *,
+        extracted: Filter | None = None,
+        ctx: Any = None,
+    ) -> tuple[RetrievalResult, list[Attempt]]:
+        nxt = choice.ranking[1][0]
+        return execute(nxt, k, filters), [Attempt(f"next pipeline {nxt.label}", "test", 0.9, True)]
+
+
+class Always:
+    name = "fixed"
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
+        rest = [(p, 0.0) for p in candidates if p != self.pipeline]
+        return Choice(self.pipeline, 0.9, "fixed", self.name, [(self.pipeline, 1.0), *rest])
+
+
+def test_hooks_cache_telemetry_and_correction(engine: Engine) -> None:
+    coll = engine.collection("c")
+    sink, cache = Sink(), DictCache()
+    router = Router(
+        Always(Pipeline.of("hybrid")),
+        corrector=NextPipeline(),
+        cache=cache,
+        cache_key=lambda c, q, p, k, f: (c.name, q, p, k, str(f)),
+        telemetry=sink,
+    )
+    engine.use_router(router)
+    first = coll.retrieve("barley soup", "auto", 3)
+    second = coll.retrieve("barley soup", "auto", 3)
+    assert first.explanation.route is not None and second.explanation.route is not None
+    assert first.explanation.route["retries"] == 1 and first.explanation.route["attempts"][0]["kept"]
+    assert not first.explanation.route["cache_hit"] and second.explanation.route["cache_hit"]
+    assert [r.cache_hit for r in sink.records] == [False, True] and sink.records[0].retries == 1
+    assert sink.records[0].pipeline == "hybrid" and "total" in sink.records[0].timings_ms
+
+
+def test_the_first_stage_is_reused_for_plain_hybrid(engine: Engine) -> None:
+    coll = engine.collection("c")
+    engine.use_router(Router(Always(Pipeline.of("hybrid"))))
+    routed = coll.retrieve("Lunmark lighthouse", "auto", 4)
+    assert routed.explanation.route is not None and routed.explanation.route["reused_first_stage"]
+    assert ids(routed) == ids(coll.retrieve("Lunmark lighthouse", "hybrid", 4))
+    engine.use_router(Router(Always(Pipeline.of("bm25"))))
+    other = coll.retrieve("Lunmark lighthouse", "auto", 4)
+    assert other.explanation.route is not None and not other.explanation.route["reused_first_stage"]
+    assert other.explanation.strategy == "bm25"
+
+
+def test_eval_accepts_auto(tmp_path: Path, minilm: Embedder) -> None:
+    from tests.test_eval import make_dataset
+    from waypost.evaluation.runner import run_eval
+
+    data = make_dataset(tmp_path / "tiny")
+    config = EngineConfig(router=RouterConfig(selector="heuristic"))
+    report = run_eval(data, "auto", k=5, config=config, cache_dir=tmp_path / "cache")
+    assert report.strategy == "auto" and report.metrics["queries"] == 3
+    assert report.metrics["ndcg@10"] == 1.0  # the filter query goes to the pipeline that reads filters
+
+
+class SplitOnAnd:
+    """A planner that splits "A and B" questions into their parts."""
+
+    name = "split"
+
+    def plan(self, query: str) -> QueryPlan:
+        parts = [p.strip() for p in query.split(" and ")] if " and " in query else []
+        return QueryPlan(query, sub_queries=parts if len(parts) > 1 else [])
+
+
+def test_a_plan_routes_each_sub_query_and_fuses(engine: Engine) -> None:
+    coll = engine.collection("c")
+    engine.use_router(Router(config=RouterConfig(selector="heuristic"), planner=SplitOnAnd()))
+    result = coll.retrieve("Where was Odile Brask born and where was Tomas Vell born", "auto", 4)
+    route = result.explanation.route
+    assert route is not None
+    assert route["plan"]["sub_queries"] == ["Where was Odile Brask born", "where was Tomas Vell born"]
+    assert len(route["sub_routes"]) == 3 and result.explanation.strategy == "fuse"
+    assert {"brask", "vell"} <= {h.document_id for h in result.hits}
+    single = coll.retrieve("Where was Odile Brask born?", "auto", 4).explanation.route
+    assert single is not None and "plan" not in single
