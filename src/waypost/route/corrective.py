@@ -128,6 +128,7 @@ class QualityEvaluator:
     def __init__(self, model: QualityModel | None = None) -> None:
         self.model = model or QualityModel.load()
         self._query_level: dict[tuple[int, int, str, str], dict[str, float]] = {}
+        self._terms: dict[tuple[int, str], list[str]] = {}
 
     def signals(
         self,
@@ -168,13 +169,24 @@ class QualityEvaluator:
         score = self.model.score(signals) if result.hits else 0.0
         return Quality(round(score, 6), self.model.verdict(score), signals)
 
-    @staticmethod
-    def _query_terms(query: str, ctx: SearchContext | None) -> list[str]:
-        if ctx is not None:
-            terms = ctx.indexes.bm25.query_tokens(query)  # the collection's analyzer, in the query's language
-        else:
-            terms = analyzers()("en").terms(query)
-        return list(dict.fromkeys(t for t in terms if len(t) > 1 or not t.isascii()))
+    def _query_terms(self, query: str, ctx: SearchContext | None) -> list[str]:
+        key = (id(ctx.indexes) if ctx is not None else 0, query)
+        found = self._terms.get(key)
+        if found is None:
+            if ctx is not None:
+                terms = ctx.indexes.bm25.query_tokens(query)  # the collection's analyzer, in the query's language
+            else:
+                terms = analyzers()("en").terms(query)
+            # a stem's last letter may differ from the word's ("graviti" in "gravity"): match without it
+            found = list(
+                dict.fromkeys(
+                    t[:-1] if len(t) >= 5 and t.isascii() else t for t in terms if len(t) > 1 or not t.isascii()
+                )
+            )
+            if len(self._terms) > 512:
+                self._terms.clear()
+            self._terms[key] = found
+        return found
 
     def _collection_signals(self, query: str, ctx: SearchContext, filters: Filter | None) -> dict[str, float]:
         key = (id(ctx.indexes), ctx.indexes.generation, str(filters), query)

@@ -294,19 +294,19 @@ def sub_queries(query: str) -> tuple[list[str], str]:
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 _PLUS = re.compile(r"(?:^|\s)\+([\w][\w.-]*)")
 _MINUS = re.compile(r"(?:^|\s)-([A-Za-z][\w.]*)")
-_MUST = re.compile(r"\bmust\s+(?:mention|include|contain|say)\s+(?P<x>[^,;?.]+)", re.IGNORECASE)
+_MUST = re.compile(r"\bmust\s+(?:mention|include|contain|say)\s+(?P<x>[^,;?.\"“]+)", re.IGNORECASE)
 _NOT = re.compile(
     r"\b(?:not\s+about|without|excluding|except(?:\s+for)?|but\s+not|other\s+than|apart\s+from)\s+(?P<x>[^,;?.]+)",
     re.IGNORECASE,
 )
-_PHRASE_STOP = frozenset("and or but that which who where when in on at for with from by to".split())
+_PHRASE_STOP = frozenset("and or but that which who where when in on at for with from by to about".split())
 
 
 def _phrase(text: str, limit: int = 4) -> str:
     """The head of a constraint phrase: up to ``limit`` words, articles dropped, cut at a conjunction."""
     out: list[str] = []
     for word in tokens(text):
-        if word.lower in _PHRASE_STOP or len(out) >= limit:
+        if word.lower in _PHRASE_STOP or len(out) >= limit or word.raw[:1] in "+-":
             break
         if word.lower in ARTICLES and not out:
             continue
