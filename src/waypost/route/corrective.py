@@ -166,7 +166,9 @@ class QualityEvaluator:
         filters: Filter | None = None,
     ) -> Quality:
         signals = self.signals(query, result, ctx, k, filters)
-        score = self.model.score(signals) if result.hits else 0.0
+        if not result.hits:  # nothing found is wrong whatever the thresholds say
+            return Quality(0.0, "incorrect", signals)
+        score = self.model.score(signals)
         return Quality(round(score, 6), self.model.verdict(score), signals)
 
     def _query_terms(self, query: str, ctx: SearchContext | None) -> list[str]:

@@ -4,8 +4,10 @@ expansions and mode its wording states. No rule names a data set; every rule rea
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 MAX_SUB_QUERIES = 4
 
@@ -55,7 +57,9 @@ class Token:
         return self.raw[-1:] in ",;:?!." and not self.text.endswith(".")
 
 
-def tokens(text: str) -> list[Token]:
+@lru_cache(maxsize=1024)
+def tokens(text: str) -> tuple[Token, ...]:
+    """The words of ``text`` with their offsets, edge punctuation off (cached: the rules read a query often)."""
     out = []
     for m in _TOKEN.finditer(text):
         raw = m.group(0)
@@ -63,7 +67,7 @@ def tokens(text: str) -> list[Token]:
         if stripped:
             lead = raw.find(stripped)
             out.append(Token(stripped, raw, m.start() + lead, m.start() + lead + len(stripped)))
-    return out
+    return tuple(out)
 
 
 def is_code_like(word: str) -> bool:
@@ -78,7 +82,7 @@ def _entity_word(token: Token) -> bool:
     return word[:1].isupper() or word[:1].isdigit() or is_code_like(word) or any(c.isupper() for c in word[1:])
 
 
-def _numeric(words: list[Token]) -> bool:
+def _numeric(words: Sequence[Token]) -> bool:
     return all(re.fullmatch(r"[\d.,'’s-]+", t.text) for t in words)
 
 
@@ -113,7 +117,7 @@ class Coordination:
     reason: str
 
 
-def _left_conjunct(words: list[Token], i: int) -> int | None:
+def _left_conjunct(words: Sequence[Token], i: int) -> int | None:
     """Start index of the name run that ends just before ``words[i]`` (the conjunction), with a descriptor
     ("the chef") when it reaches back to an article or a comma; None if no name ends there."""
     j = i - 1
@@ -147,7 +151,7 @@ def _descriptor(word: Token) -> bool:
     return not _entity_word(word) and word.lower not in FUNCTION_WORDS and not word.closes
 
 
-def _right_conjunct(words: list[Token], i: int) -> int | None:
+def _right_conjunct(words: Sequence[Token], i: int) -> int | None:
     """End index (exclusive) of the name after ``words[i]``: an article, up to two descriptor words, a run."""
     j = i + 1
     if j < len(words) and words[j].lower in ARTICLES:
@@ -177,7 +181,7 @@ def _right_conjunct(words: list[Token], i: int) -> int | None:
     return j
 
 
-def _name_words(words: list[Token], start: int, end: int) -> list[Token]:
+def _name_words(words: Sequence[Token], start: int, end: int) -> list[Token]:
     return [w for w in words[start:end] if _entity_word(w)]
 
 
@@ -442,6 +446,8 @@ def _initials_match(acronym: str, words: list[str]) -> bool:
 def acronyms(query: str) -> dict[str, str]:
     """Acronyms the query defines itself: "retrieval augmented generation (RAG)" or "RAG (retrieval ...)"."""
     found: dict[str, str] = {}
+    if "(" not in query:
+        return found
     for m in _ACRONYM_AFTER.finditer(query):
         words, acronym = m.group(1).split(), m.group(2)
         letters = sum(c.isalpha() for c in acronym)

@@ -19,7 +19,7 @@ from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
 from waypost.llm.structured import complete_structured
 from waypost.route import plan_rules
-from waypost.route.base import QueryPlan
+from waypost.route.base import Planner, QueryPlan
 from waypost.route.execute import fuse_results
 from waypost.text.analyzers import normalize
 from waypost.types import Hit, RetrievalResult
@@ -88,7 +88,7 @@ class LLMPlanner:
 
     name = "llm"
 
-    def __init__(self, llm: LLMProvider, fallback: RulePlanner | None = None, prices: PriceTable | None = None) -> None:
+    def __init__(self, llm: LLMProvider, fallback: Planner | None = None, prices: PriceTable | None = None) -> None:
         self.llm = llm
         self.fallback = fallback or RulePlanner()
         self.prices = prices or PriceTable()
