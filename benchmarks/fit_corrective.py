@@ -31,6 +31,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from waypost.engine import Engine, EngineConfig
+from waypost.errors import WaypostError
 from waypost.evaluation.beir import BeirDataset, Query, load_beir
 from waypost.evaluation.metrics import ndcg_at, recall_at
 from waypost.evaluation.runner import evidence_metrics
@@ -103,7 +104,7 @@ def rows_of(items: list[tuple[str, list[Row]]]) -> list[Row]:
     return [row for _name, rows in items for row in rows]
 
 
-def cross_validate(items: list[tuple[str, list[Row]]], folds: int) -> dict[str, Any]:
+def cross_validate(items: list[tuple[str, list[Row]]], folds: int, policy_folds: int) -> dict[str, Any]:
     order = np.random.default_rng(26).permutation(len(items))
     held: list[tuple[str, list[Row]]] = []
     scored_first: list[Row] = []
@@ -114,7 +115,7 @@ def cross_validate(items: list[tuple[str, list[Row]]], folds: int) -> dict[str, 
         test_idx = set(order[fold::folds].tolist())
         train = [it for i, it in enumerate(items) if i not in test_idx]
         test = [it for i, it in enumerate(items) if i in test_idx]
-        model = choose_policy(fit_quality(rows_of(train)), episodes_of(train))
+        model = choose_policy(fit_quality(rows_of(train)), episodes_of(train), folds=policy_folds)
         scored_first += [(({"s": model.score(rows[0][0])}), rows[0][1]) for _n, rows in test]
         scored_all += [({"s": model.score(s)}, m) for _n, rows in test for s, m in rows]
         replays.append({**replay(model, episodes_of(test)), "n": len(test)})
@@ -131,8 +132,13 @@ def cross_validate(items: list[tuple[str, list[Row]]], folds: int) -> dict[str, 
             "spearman": round(float(spearmanr(s, m)[0]), 3),
         }
 
+    by_set: dict[str, list[Row]] = {}
+    for (name, _rows), row in zip(held, scored_first, strict=True):
+        by_set.setdefault(name, []).append(row)
+    within = {name: corr(rows) for name, rows in sorted(by_set.items()) if len({m for _s, m in rows}) > 1}
     return {
         "queries": n,
+        "correlation_first_result_within_set": within,
         "correlation_first_result": corr(scored_first),
         "correlation_all_results": corr(scored_all),
         "without_loop": round(sum(r["without"] * r["n"] for r in replays) / n, 4),
@@ -158,8 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="*", help="set names (default: every set ingested in the store)")
     parser.add_argument("--limit", type=int, default=150, help="training queries per set")
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--policy-folds", type=int, default=4, help="parts the policy must gain on (1: the in-sample best, permissive)"
+    )
     parser.add_argument("--out", type=Path, help="write the fitted profile here (JSON)")
     parser.add_argument("--report", type=Path, help="write the report here (JSON)")
+    parser.add_argument("--rows", type=Path, help="a folder keeping each set's collected rows (reused when present)")
+    parser.add_argument(
+        "--ingest-log", type=Path, default=Path("/work/mixed/ingest.log"), help="only sets this log lists as ingested"
+    )
     args = parser.parse_args(argv)
     engine = Engine(args.store, EngineConfig())
     try:
@@ -167,15 +180,28 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [s for s in SETS if (args.sets is None or s.name in args.sets) and s.name in present]
         items: list[tuple[str, list[Row]]] = []
         grade_us: list[float] = []
+        if args.ingest_log is not None and args.ingest_log.exists():  # only sets whose ingest has finished
+            done = {line.split()[0] for line in args.ingest_log.read_text().splitlines() if line.strip()}
+            wanted = [s for s in wanted if s.name in done]
         for spec in wanted:
             t0 = time.perf_counter()
-            got = collect(engine, spec, args.data, args.limit, grade_us)
+            cached = args.rows / f"{spec.name}-{args.limit}.json" if args.rows else None
+            if cached is not None and cached.exists():
+                got = [(n, [(dict(sig), m) for sig, m in rows]) for n, rows in json.loads(cached.read_text())]
+            else:
+                try:
+                    got = collect(engine, spec, args.data, args.limit, grade_us)
+                except WaypostError as exc:  # a collection still being ingested, say
+                    print(f"{spec.name}: skipped ({exc})", file=sys.stderr)
+                    continue
+                if cached is not None:
+                    cached.write_text(json.dumps(got))
             items += got
             print(f"{spec.name}: {len(got)} training queries in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
         engine.close()
-    report = cross_validate(items, args.folds)
-    model = choose_policy(fit_quality(rows_of(items)), episodes_of(items))
+    report = cross_validate(items, args.folds, args.policy_folds)
+    model = choose_policy(fit_quality(rows_of(items)), episodes_of(items), folds=args.policy_folds)
     report["final"] = {
         "lower": round(model.lower, 4),
         "upper": round(model.upper, 4),
@@ -184,10 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         "in_sample": replay(model, episodes_of(items)),
         "coef": dict(zip(model.names, (round(c, 3) for c in model.coef), strict=True)),
     }
-    report["grade_signals_us"] = {
-        "p50": round(float(np.percentile(grade_us, 50)), 1),
-        "p95": round(float(np.percentile(grade_us, 95)), 1),
-    }
+    if grade_us:
+        report["grade_signals_us"] = {
+            "p50": round(float(np.percentile(grade_us, 50)), 1),
+            "p95": round(float(np.percentile(grade_us, 95)), 1),
+        }
     model.info = {
         "sets": sorted({name for name, _rows in items}),
         "queries": len(items),
