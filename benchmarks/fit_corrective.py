@@ -37,6 +37,7 @@ from waypost.evaluation.metrics import ndcg_at, recall_at
 from waypost.evaluation.runner import evidence_metrics
 from waypost.evaluation.splits import query_split
 from waypost.filters.model import Condition, Op
+from waypost.post.passages import PassageConfig
 from waypost.route.corrective import QualityEvaluator, Row
 from waypost.route.quality_fit import Episode, choose_policy, fit_quality, replay
 from waypost.types import RetrievalResult
@@ -73,7 +74,7 @@ def realized(spec: SetSpec, dataset: BeirDataset, query: Query, result: Retrieva
 
 
 def collect(
-    engine: Engine, spec: SetSpec, data: Path, limit: int, grade_us: list[float]
+    engine: Engine, spec: SetSpec, data: Path, limit: int, grade_us: list[float], pipelines: list[str]
 ) -> list[tuple[str, list[Row]]]:
     dataset = load_beir(spec.root(data), spec.split)
     queries = [q for q in dataset.queries if not spec.hashed or query_split(q.id) == "train"][:limit]
@@ -85,8 +86,11 @@ def collect(
         flt = Condition(spec.scope, Op.EQ, q.metadata[spec.scope]) if spec.scope else None
         ctx = collection.context()
         rows: list[Row] = []
-        for strategy in PIPELINES:
-            result = collection.retrieve(q.text, strategy, k=depth, filters=flt)
+        for label in pipelines:
+            strategy, _plus, passages = label.partition("+")
+            result = collection.retrieve(
+                q.text, strategy, k=depth, filters=flt, passages=PassageConfig() if passages else None
+            )
             evaluator.signals(q.text, result, ctx, 10, flt)  # warms the query-level signals
             t0 = time.perf_counter()
             signals = evaluator.signals(q.text, result, ctx, 10, flt)
@@ -165,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=150, help="training queries per set")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument(
+        "--pipelines",
+        nargs="+",
+        default=list(PIPELINES),
+        help="the first, then the retries (STRATEGY or STRATEGY+passages)",
+    )
+    parser.add_argument(
         "--policy-folds", type=int, default=4, help="parts the policy must gain on (1: the in-sample best, permissive)"
     )
     parser.add_argument("--out", type=Path, help="write the fitted profile here (JSON)")
@@ -185,12 +195,13 @@ def main(argv: list[str] | None = None) -> int:
             wanted = [s for s in wanted if s.name in done]
         for spec in wanted:
             t0 = time.perf_counter()
-            cached = args.rows / f"{spec.name}-{args.limit}.json" if args.rows else None
+            tag = "" if args.pipelines == list(PIPELINES) else "-" + "-".join(args.pipelines)
+            cached = args.rows / f"{spec.name}-{args.limit}{tag}.json" if args.rows else None
             if cached is not None and cached.exists():
                 got = [(n, [(dict(sig), m) for sig, m in rows]) for n, rows in json.loads(cached.read_text())]
             else:
                 try:
-                    got = collect(engine, spec, args.data, args.limit, grade_us)
+                    got = collect(engine, spec, args.data, args.limit, grade_us, args.pipelines)
                 except WaypostError as exc:  # a collection still being ingested, say
                     print(f"{spec.name}: skipped ({exc})", file=sys.stderr)
                     continue
@@ -218,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     model.info = {
         "sets": sorted({name for name, _rows in items}),
         "queries": len(items),
-        "rows": len(items) * len(PIPELINES),
-        "pipelines": list(PIPELINES),
+        "rows": len(items) * len(args.pipelines),
+        "pipelines": args.pipelines,
         "cross_validated": {k: v for k, v in report.items() if k not in ("per_set", "final")},
         "command": "benchmarks/fit_corrective.py",
     }

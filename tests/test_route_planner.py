@@ -254,3 +254,12 @@ def test_run_plan_on_a_real_collection(tmp_path: Path, minilm: Embedder) -> None
         assert len(plan.sub_queries) == 2
         result = run_plan(plan, lambda q: collection.retrieve(q, "hybrid", k=4), k=2)
         assert {h.chunk.document_id for h in result.hits} == {"curie", "meitner"}
+
+
+def test_long_and_odd_queries_plan_quickly() -> None:
+    planner = RulePlanner()
+    for query in ["a" * 10_000, "compare " + "word " * 2_000, "x (" * 2_000, "Alpha Beta and " * 800, ""]:
+        t0 = time.perf_counter()
+        plan = planner.plan(query)
+        assert time.perf_counter() - t0 < 1.0, query[:40]
+        assert plan.sub_queries == []

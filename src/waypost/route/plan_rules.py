@@ -233,7 +233,7 @@ _COMPARE = re.compile(
     re.IGNORECASE,
 )
 _VERSUS = re.compile(
-    r"(?P<a>[\w.+#-]+(?:\s+[\w.+#-]+)?)\s+(?:vs\.?|versus)\s+(?P<b>[\w.+#-]+(?:\s+[\w.+#-]+){0,2}?)"
+    r"(?<![\w.+#-])(?P<a>[\w.+#-]+(?:\s+[\w.+#-]+)?)\s+(?:vs\.?|versus)\s+(?P<b>[\w.+#-]+(?:\s+[\w.+#-]+){0,2}?)"
     r"(?=\s+(?:for|on|in|when|with|regarding)\b|[,?;.]|$)",
     re.IGNORECASE,
 )
@@ -433,7 +433,7 @@ def collections(query: str) -> list[str]:
 
 # -- expansions and mode ---------------------------------------------------------------------------
 
-_ACRONYM_AFTER = re.compile(r"((?:[A-Za-z][\w-]*\s+){1,7}[A-Za-z][\w-]*)\s*\(([A-Z][A-Za-z0-9]{1,9})\)")
+_ACRONYM_AFTER = re.compile(r"(?<![\w-])((?:[A-Za-z][\w-]*\s+){1,7}[A-Za-z][\w-]*)\s*\(([A-Z][A-Za-z0-9]{1,9})\)")
 _ACRONYM_BEFORE = re.compile(r"\b([A-Z][A-Z0-9]{1,9})\s*\(((?:[A-Za-z][\w-]*\s+){1,7}[A-Za-z][\w-]*)\)")
 
 

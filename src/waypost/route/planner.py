@@ -28,6 +28,7 @@ logger = logging.getLogger("waypost.route.planner")
 
 MAX_WORKERS = 4  # sub-queries in flight at once; a plan has at most plan_rules.MAX_SUB_QUERIES (+ the query)
 MODES = ("precision", "balanced", "recall")
+MAX_SPLIT_CHARS = 1_000  # longer queries are not split nor expanded
 
 
 class RulePlanner:
@@ -40,7 +41,8 @@ class RulePlanner:
     def plan(self, query: str) -> QueryPlan:
         if not isinstance(query, str):
             raise InvalidInputError(f"a query is text, not {type(query).__name__}")
-        subs, split_reason = plan_rules.sub_queries(query)
+        short = len(query) <= MAX_SPLIT_CHARS  # a pasted document is no multi-part question
+        subs, split_reason = plan_rules.sub_queries(query) if short else ([], "")
         include, exclude = plan_rules.include_exclude(query)
         mode, mode_reason = plan_rules.mode(query, include)
         reasons = [f"split: {split_reason}"] if split_reason else []
@@ -49,7 +51,7 @@ class RulePlanner:
         return QueryPlan(
             query=query,
             sub_queries=subs,
-            expansions=plan_rules.expansions(query),
+            expansions=plan_rules.expansions(query) if short else [],
             must_include=include,
             must_exclude=exclude,
             date_range=plan_rules.date_range(query),
