@@ -84,17 +84,23 @@ def test_a_broken_profile_is_an_error_that_says_so(tmp_path: Path) -> None:
 
 
 def test_evaluator_ranks_a_good_result_above_a_bad_one(collection: Collection) -> None:
+    """Good: hybrid finds the document. Bad: the same query under a filter that shuts the document out
+    (what an over-strict extracted filter does), so only unrelated hits remain."""
     evaluator = QualityEvaluator()
     query = "why does sourdough bread rise slowly"
-    ctx = collection.context()
+    wrong = Condition("kind", Op.EQ, "science")
     good = collection.retrieve(query, "hybrid", k=3)
-    bad = collection.retrieve("chess opening for black", "hybrid", k=3)  # a real result, for another question
-    assert good.hits[0].chunk.document_id == "bread"
-    good_q, bad_q = evaluator.grade(query, good, ctx), evaluator.grade(query, bad, ctx)
-    assert good_q.score > bad_q.score
-    assert good_q.signals["coverage"] > bad_q.signals["coverage"]
-    assert evaluator.grade(query, RetrievalResult([], good.explanation), ctx).score == 0.0
+    bad = collection.retrieve(query, "hybrid", k=3, filters=wrong)
+    assert good.hits[0].chunk.document_id == "bread" and "bread" not in bad.document_ids()
+    good_q = evaluator.grade(query, good, collection.context())
+    bad_q = evaluator.grade(query, bad, collection.context(), filters=wrong)
+    assert good_q.score > bad_q.score, (good_q, bad_q)
+    assert good_q.signals["dense_top"] > bad_q.signals["dense_top"]
+    empty = evaluator.grade(query, RetrievalResult([], good.explanation), collection.context())
+    assert empty.score == 0.0 and empty.verdict == "incorrect"
     # the evaluator is cheap once the query's collection-level signals are known
+    ctx = collection.context()
+    evaluator.grade(query, good, ctx)
     t0 = time.perf_counter()
     for _ in range(50):
         evaluator.grade(query, good, ctx)

@@ -32,6 +32,7 @@ from waypost.types import RetrievalResult
 logger = logging.getLogger("waypost.route.corrective")
 
 TOP = 10  # hits a grade reads
+Z_CLIP = 3.0  # standardized signals are clipped to this many standard deviations
 SIGNALS = (
     "fill",  # hits returned / k
     "gap",  # (s1 - s2) / |s1|
@@ -65,8 +66,8 @@ class QualityModel:
         z = self.intercept
         for name, mu, sd, w in zip(self.names, self.mean, self.scale, self.coef, strict=True):
             value = signals.get(name)
-            if value is not None and math.isfinite(value):
-                z += w * (value - mu) / sd  # a missing signal counts as the training mean
+            if value is not None and math.isfinite(value):  # a missing signal counts as the training mean
+                z += w * max(-Z_CLIP, min(Z_CLIP, (value - mu) / sd))  # no extrapolation far past training
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def verdict(self, score: float) -> str:
@@ -145,7 +146,10 @@ class QualityEvaluator:
         if terms and hits:
             shares, found = [], set()
             for hit in hits[:5]:
-                text = normalize(f"{hit.provenance.document_title} {hit.chunk.text}")
+                fields = (
+                    " ".join(map(str, hit.metadata.values())) if hit.metadata else ""
+                )  # a hit's fields are its text too
+                text = normalize(f"{hit.provenance.document_title} {fields} {hit.chunk.text}")
                 present = {t for t in terms if t in text}  # analyzed terms (stems) as substrings: cheap
                 shares.append(len(present) / len(terms))
                 found |= present
@@ -169,7 +173,7 @@ class QualityEvaluator:
         if not result.hits:  # nothing found is wrong whatever the thresholds say
             return Quality(0.0, "incorrect", signals)
         score = self.model.score(signals)
-        return Quality(round(score, 6), self.model.verdict(score), signals)
+        return Quality(score, self.model.verdict(score), signals)
 
     def _query_terms(self, query: str, ctx: SearchContext | None) -> list[str]:
         key = (id(ctx.indexes) if ctx is not None else 0, query)

@@ -24,9 +24,24 @@ class Episode:
     retries: list[Row]
 
 
+RISING = frozenset({"coverage", "coverage_any", "agreement", "dense_top"})  # more of these never means worse
+
+
 def fit_quality(rows: Sequence[Row], names: Sequence[str] = SIGNALS, c: float = 1.0) -> QualityModel:
     """A logistic model of the realized metric (in [0, 1], as a soft label) from standardized signals;
-    thresholds at the 30% and 60% quantiles of the training scores until ``choose_policy`` sets them."""
+    thresholds at the 30% and 60% quantiles of the training scores until ``choose_policy`` sets them.
+    A signal that can only mean better (``RISING``) and gets a negative weight (collinear with another)
+    is left out and the model refit, so a result covering more of the query never grades lower."""
+    names = list(names)
+    while True:
+        model = _fit(rows, names, c)
+        wrong = [n for n, w in zip(model.names, model.coef, strict=True) if n in RISING and w < 0]
+        if not wrong:
+            return model
+        names.remove(min(wrong, key=lambda n: model.coef[model.names.index(n)]))
+
+
+def _fit(rows: Sequence[Row], names: Sequence[str], c: float) -> QualityModel:
     if len(rows) < 10:
         raise WaypostError(f"fitting the quality model needs at least 10 rows, got {len(rows)}")
     from sklearn.linear_model import LogisticRegression
