@@ -1,0 +1,496 @@
+"""The text rules of the rule planner: where a question splits into sub-queries, and which constraints,
+expansions and mode its wording states. No rule names a data set; every rule reads the query's own words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from functools import lru_cache
+
+MAX_SUB_QUERIES = 4
+
+# Words that open a question or a request; stripped from sub-queries and from the "bare" expansion.
+QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how".split()
+    + "is are was were do does did can could should would will shall has have had may might".split()
+)
+AUXILIARIES = QUESTION_WORDS - frozenset("what which who whom whose when where why how".split())
+PLURAL_AUXILIARIES = frozenset("are were do did have can could should would will may might".split())
+REQUESTS = frozenset("compare contrast list show find tell give describe explain summarize summarise name".split())
+ARTICLES = frozenset({"the", "a", "an"})
+CONNECTORS = frozenset("of the de la le du da del von van der den di y & and".split())  # inside a name
+FUNCTION_WORDS = (
+    QUESTION_WORDS
+    | REQUESTS
+    | ARTICLES
+    | frozenset(
+        "both either neither each same and or but not of in on at to for from by with about between "
+        "me us you i we they it this that these those than then also please".split()
+    )
+)
+CUE_WORDS = frozenset("both either neither same between compare contrast versus vs difference differences".split())
+
+_TOKEN = re.compile(r"\S+")
+_EDGE_PUNCT = "\"'“”‘’()[]{}<>,.;:!?"
+_CODE = re.compile(
+    r"^(?:[A-Za-z_]\w*\(\)|\w+(?:\.\w+)+\(?|.*::.*|[a-z]+_[a-z0-9_]+|[a-z]+[A-Z]\w*|--?[a-z][\w-]+|#\d+|0x[0-9a-fA-F]+"
+    r"|[A-Z]{2,}-\d+|\w+\.(?:py|js|ts|rs|go|java|json|md|yaml|yml|toml|sql|sh|c|h|cpp))$"
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str  # without edge punctuation
+    raw: str
+    start: int
+    end: int
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+    @property
+    def closes(self) -> bool:
+        """The raw token ends a phrase (a comma, a question mark, a full stop after it)."""
+        return self.raw[-1:] in ",;:?!." and not self.text.endswith(".")
+
+
+@lru_cache(maxsize=1024)
+def tokens(text: str) -> tuple[Token, ...]:
+    """The words of ``text`` with their offsets, edge punctuation off (cached: the rules read a query often)."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        raw = m.group(0)
+        stripped = raw.strip(_EDGE_PUNCT)
+        if stripped:
+            lead = raw.find(stripped)
+            out.append(Token(stripped, raw, m.start() + lead, m.start() + lead + len(stripped)))
+    return tuple(out)
+
+
+def is_code_like(word: str) -> bool:
+    return bool(_CODE.match(word))
+
+
+def _entity_word(token: Token) -> bool:
+    """A name-like word: capitalised, a number, or code-like; never a function word."""
+    word = token.text
+    if token.lower in FUNCTION_WORDS:
+        return False
+    return word[:1].isupper() or word[:1].isdigit() or is_code_like(word) or any(c.isupper() for c in word[1:])
+
+
+def _numeric(words: Sequence[Token]) -> bool:
+    return all(re.fullmatch(r"[\d.,'’s-]+", t.text) for t in words)
+
+
+def content_words(text: str) -> list[str]:
+    return [t.lower for t in tokens(text) if t.lower not in FUNCTION_WORDS and len(t.text) > 1]
+
+
+def strip_question(text: str) -> str:
+    """The question without its question words, request verbs, cue words and final punctuation."""
+    words = tokens(text)
+    i = 0
+    openers = QUESTION_WORDS | REQUESTS | {"please", "me", "us"}
+    while i < len(words) and words[i].lower in openers:
+        i += 1
+    if i < len(words) and words[i].lower in {"many", "much", "long", "old", "often", "far"} and i > 0:
+        i += 1
+    while i < len(words) and words[i].lower in AUXILIARIES:
+        i += 1
+    kept = [w.raw for w in words[i:] if w.lower not in {"both", "either", "neither"}]
+    out = " ".join(kept).strip(" ,;:?!.")
+    return re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", out))
+
+
+# -- splitting --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Coordination:
+    """Conjuncts joined by and/or in ``query``: each a character span; the rest of the query is shared."""
+
+    spans: list[tuple[int, int]]
+    reason: str
+
+
+def _left_conjunct(words: Sequence[Token], i: int) -> int | None:
+    """Start index of the name run that ends just before ``words[i]`` (the conjunction), with a descriptor
+    ("the chef") when it reaches back to an article or a comma; None if no name ends there."""
+    j = i - 1
+    if j < 0 or not _entity_word(words[j]) or (words[j].closes and words[j].raw[-1:] != ","):
+        return None
+    while j - 1 >= 0 and not words[j - 1].closes:
+        prev = words[j - 1]
+        if _entity_word(prev):
+            j -= 1
+        elif prev.lower in CONNECTORS - {"and", "the"} and j - 2 >= 0 and _entity_word(words[j - 2]):
+            j -= 2
+        else:
+            break
+    # a descriptor of up to two lowercase words, kept only when an article or a comma closes it
+    for span in (1, 2):
+        k = j - span
+        if k - 1 >= 0 and all(
+            words[x].lower not in FUNCTION_WORDS and not _entity_word(words[x]) and not words[x].closes
+            for x in range(k, j)
+        ):
+            if words[k - 1].lower in ARTICLES:
+                return k - 1
+            if words[k - 1].closes:
+                return k
+    if j - 1 >= 0 and words[j - 1].lower in ARTICLES:
+        return j - 1
+    return j
+
+
+def _descriptor(word: Token) -> bool:
+    return not _entity_word(word) and word.lower not in FUNCTION_WORDS and not word.closes
+
+
+def _right_conjunct(words: Sequence[Token], i: int) -> int | None:
+    """End index (exclusive) of the name after ``words[i]``: an article, up to two descriptor words, a run."""
+    j = i + 1
+    if j < len(words) and words[j].lower in ARTICLES:
+        j += 1
+    for _ in range(2):
+        if j < len(words) and _descriptor(words[j]):
+            j += 1
+    if j >= len(words) or not _entity_word(words[j]):
+        return None
+    while j < len(words):
+        word = words[j]
+        if word.closes:
+            return j + 1
+        nxt = words[j + 1] if j + 1 < len(words) else None
+        if nxt is not None and _entity_word(nxt):
+            j += 1
+        elif (
+            nxt is not None
+            and nxt.lower in CONNECTORS - {"and", "the"}
+            and not nxt.closes
+            and j + 2 < len(words)
+            and _entity_word(words[j + 2])
+        ):
+            j += 2
+        else:
+            return j + 1
+    return j
+
+
+def _name_words(words: Sequence[Token], start: int, end: int) -> list[Token]:
+    return [w for w in words[start:end] if _entity_word(w)]
+
+
+def find_entity_coordination(query: str) -> Coordination | None:
+    """Names joined by and/or ("A and B", "A, B and C", "X or Y") that share the rest of the question.
+    Single-word names split only when the wording asks about each ("both", "same", "compare", a yes/no
+    question); lowercase noun pairs ("salt and pepper") never split here."""
+    words = tokens(query)
+    lowered = [w.lower for w in words]
+    cue = any(w in CUE_WORDS for w in lowered) or "which of" in " ".join(lowered)
+    # a yes/no question whose verb agrees with a plural subject ("Were A and B ..."), or any one with "or";
+    # "Is Romeo and Juliet a tragedy?" keeps its title whole
+    polar_and = bool(words) and lowered[0] in PLURAL_AUXILIARIES
+    polar_or = bool(words) and lowered[0] in AUXILIARIES
+    comma_choice = bool(re.search(r"^\s*(?:who|which|what|where|when)\b[^,]*,[^,]+\bor\b", query, re.IGNORECASE))
+    for i, word in enumerate(words):
+        if word.lower not in {"and", "or", "&"}:
+            continue
+        polar = polar_or if word.lower == "or" else polar_and
+        if word.lower == "or" and not (cue or polar or comma_choice):
+            continue
+        start = _left_conjunct(words, i)
+        end = _right_conjunct(words, i)
+        if start is None or end is None:
+            continue
+        spans = [(start, i)]
+        # "A, B and C": earlier names separated by commas
+        k = start
+        while k - 1 >= 0 and words[k - 1].raw.endswith(","):
+            earlier = _left_conjunct(words, k)  # words[k - 1] ends with the comma; its run ends there
+            if earlier is None or earlier >= k:
+                break
+            spans.insert(0, (earlier, k))
+            k = earlier
+        spans.append((i + 1, end))
+        names = [_name_words(words, a, b) for a, b in spans]
+        if any(not n or _numeric(n) for n in names):
+            continue
+        if all(len(n) >= 2 for n in names) or cue or polar or comma_choice:
+            char_spans = [(words[a].start, words[b - 1].end) for a, b in spans]
+            return Coordination(char_spans, "names joined by " + word.lower)
+    return None
+
+
+_COMPARE = re.compile(
+    r"\b(?:compare|contrast|differences?\s+between|similarit(?:y|ies)\s+between|which\s+of)\s+(?:the\s+)?"
+    r"(?P<a>[^,?;]+?)\s+(?:and|with|to|or|against|versus|vs\.?)\s+(?P<b>[^,?;]+?)"
+    r"(?=\s+(?:in\s+terms\s+of|for|on|when|regarding|with\s+respect\s+to|is|are|was|were|has|have|had|did|does|do)\b|[,?;.]|$)",
+    re.IGNORECASE,
+)
+_VERSUS = re.compile(
+    r"(?<![\w.+#-])(?P<a>[\w.+#-]+(?:\s+[\w.+#-]+)?)\s+(?:vs\.?|versus)\s+(?P<b>[\w.+#-]+(?:\s+[\w.+#-]+){0,2}?)"
+    r"(?=\s+(?:for|on|in|when|with|regarding)\b|[,?;.]|$)",
+    re.IGNORECASE,
+)
+
+
+def find_cue_coordination(query: str) -> Coordination | None:
+    """Explicit comparisons, where common nouns may be the parts: "compare X and Y", "difference between
+    X and Y", "which of X or Y", "X vs Y". In "compare the P of X and Y" the shared "the P of" goes to each."""
+    m = _COMPARE.search(query) or _VERSUS.search(query)
+    if m is None:
+        return None
+    a_start, a_end = m.span("a")
+    a_text = query[a_start:a_end]
+    of = a_text.lower().rfind(" of ")
+    if of >= 0 and m.re is _COMPARE:
+        a_start += of + 4  # the shared "the battery life of" stays outside the conjunct
+    spans = [(a_start, a_end), m.span("b")]
+    if any(not content_words(query[s:e]) or _numeric(tokens(query[s:e])) for s, e in spans):
+        return None
+    return Coordination(spans, "comparison")
+
+
+_NEXT_QUESTION = re.compile(r"(?:\?\s+|[,;]?\s+and\s+(?=(?:what|who|when|where|which|how|why)\b))", re.IGNORECASE)
+
+
+def split_clauses(query: str) -> list[str]:
+    """Several questions in one ("What is X? How does it ...", "what is X and who made Y")."""
+    parts = [p.strip(" ,;") for p in _NEXT_QUESTION.split(query)]
+    parts = [p for p in parts if p]
+    if len(parts) < 2 or any(not content_words(p) for p in parts):
+        return []
+    return [strip_question(p) for p in parts][:MAX_SUB_QUERIES]
+
+
+_CUE_PHRASE = re.compile(
+    r"\b(?:which\s+of\s+(?:the\s+|these\s+)?|(?:the\s+)?(?:differences?|similarit(?:y|ies))\s+between\s+)",
+    re.IGNORECASE,
+)
+
+
+def sub_queries(query: str) -> tuple[list[str], str]:
+    """The sub-queries a multi-part question splits into, with the reason; ``([], "")`` for one question."""
+    clauses = split_clauses(query)
+    if clauses:
+        return clauses, "several questions"
+    found = find_entity_coordination(query) or find_cue_coordination(query)
+    if found is None:
+        return [], ""
+    first, last = found.spans[0][0], found.spans[-1][1]
+    prefix, suffix = query[:first], query[last:]
+    out: list[str] = []
+    for start, end in found.spans[:MAX_SUB_QUERIES]:
+        text = _CUE_PHRASE.sub(" ", f"{prefix}{query[start:end]}{suffix}")
+        text = strip_question(text)
+        if text and text.lower() not in (o.lower() for o in out):
+            out.append(text)
+    return (out, found.reason) if len(out) >= 2 else ([], "")
+
+
+# -- constraints ------------------------------------------------------------------------------------
+
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+_PLUS = re.compile(r"(?:^|\s)\+([\w][\w.-]*)")
+_MINUS = re.compile(r"(?:^|\s)-([A-Za-z][\w.]*)")
+_MUST = re.compile(r"\bmust\s+(?:mention|include|contain|say)\s+(?P<x>[^,;?.\"“]+)", re.IGNORECASE)
+_NOT = re.compile(
+    r"\b(?:not\s+about|without|excluding|except(?:\s+for)?|but\s+not|other\s+than|apart\s+from)\s+(?P<x>[^,;?.]+)",
+    re.IGNORECASE,
+)
+_PHRASE_STOP = frozenset("and or but that which who where when in on at for with from by to about".split())
+
+
+def _phrase(text: str, limit: int = 4) -> str:
+    """The head of a constraint phrase: up to ``limit`` words, articles dropped, cut at a conjunction."""
+    out: list[str] = []
+    for word in tokens(text):
+        if word.lower in _PHRASE_STOP or len(out) >= limit or word.raw[:1] in "+-":
+            break
+        if word.lower in ARTICLES and not out:
+            continue
+        out.append(word.text)
+        if word.closes:
+            break
+    return " ".join(out)
+
+
+def include_exclude(query: str) -> tuple[list[str], list[str]]:
+    include = [m.group(1).strip() for m in _QUOTED.finditer(query)]
+    include += [m.group(1) for m in _PLUS.finditer(query)]
+    include += [p for m in _MUST.finditer(query) if (p := _phrase(m.group("x")))]
+    exclude = [m.group(1) for m in _MINUS.finditer(query)]
+    exclude += [p for m in _NOT.finditer(query) if (p := _phrase(m.group("x")))]
+    return list(dict.fromkeys(include)), list(dict.fromkeys(exclude))
+
+
+_YEAR = r"(1[89]\d\d|20\d\d)"
+_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_MONTH_NAME = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+
+
+def _month_end(year: int, month: int) -> str:
+    nxt = date(year + month // 12, month % 12 + 1, 1)
+    return date.fromordinal(nxt.toordinal() - 1).isoformat()
+
+
+def date_range(query: str, today: date | None = None) -> tuple[str | None, str | None] | None:
+    """A date range the query states: a year, a month, a decade, a span of years, an open end."""
+    text = query.lower()
+    if m := re.search(rf"\b(?:between|from)\s+{_YEAR}\s+(?:and|to|until|through|till)\s+{_YEAR}\b", text):
+        a, b = sorted((int(m.group(1)), int(m.group(2))))
+        return f"{a}-01-01", f"{b}-12-31"
+    if m := re.search(rf"\b{_YEAR}\s*[-–]\s*{_YEAR}\b", text):
+        a, b = sorted((int(m.group(1)), int(m.group(2))))
+        return f"{a}-01-01", f"{b}-12-31"
+    if m := re.search(r"\b(?:in|during|over)\s+the\s+(?:last|past)\s+(\d{1,2})\s+years?\b", text):
+        now = today or date.today()
+        return date(now.year - int(m.group(1)), now.month, min(now.day, 28)).isoformat(), None
+    if m := re.search(r"(?:\b(1[89]\d|20\d)0s\b|(?:\bthe\s+|')(\d)0s\b)", text):
+        if m.group(1):
+            start = int(m.group(1)) * 10
+        else:
+            decade = int(m.group(2)) * 10
+            start = 1900 + decade if decade >= 30 else 2000 + decade
+        return f"{start}-01-01", f"{start + 9}-12-31"
+    if m := re.search(rf"\b(after|since|from|before|until|prior\s+to)\s+{_YEAR}\b", text):
+        year = int(m.group(2))
+        word = m.group(1)
+        if word == "after":
+            return f"{year + 1}-01-01", None
+        if word in ("since", "from"):
+            return f"{year}-01-01", None
+        if word == "until":
+            return None, f"{year}-12-31"
+        return None, f"{year - 1}-12-31"
+    if m := re.search(rf"\b{_MONTH_NAME}\s+{_YEAR}\b", text):
+        month, year = _MONTHS[m.group(1)[:3]], int(m.group(2))
+        return f"{year}-{month:02d}-01", _month_end(year, month)
+    if m := re.search(r"\b(1[89]\d\d|20\d\d)-(\d\d)-(\d\d)\b", text):
+        return m.group(0), m.group(0)
+    years = set(re.findall(rf"\b{_YEAR}\b", text))
+    if len(years) == 1:
+        year = years.pop()
+        return f"{year}-01-01", f"{year}-12-31"
+    return None
+
+
+_TYPES = {
+    "pdf": "pdf",
+    "pdfs": "pdf",
+    "slide": "slides",
+    "slides": "slides",
+    "slide deck": "slides",
+    "slide decks": "slides",
+    "presentation": "slides",
+    "presentations": "slides",
+    "email": "email",
+    "emails": "email",
+    "e-mail": "email",
+    "e-mails": "email",
+    "spreadsheet": "spreadsheet",
+    "spreadsheets": "spreadsheet",
+    "word document": "doc",
+    "word documents": "doc",
+    "docx": "doc",
+}
+_TYPE = "(" + "|".join(sorted(map(re.escape, _TYPES), key=len, reverse=True)) + ")"
+_TYPE_PHRASES = [
+    re.compile(rf"\b(?:in|from|among|as|only|within)\s+(?:the\s+|my\s+|our\s+|a\s+|an\s+)?{_TYPE}\b", re.IGNORECASE),
+    re.compile(rf"\b{_TYPE}\s+(?:files?|documents?|attachments?|decks?)\b", re.IGNORECASE),
+    re.compile(
+        rf"(?:^|\b(?:the|any|all|which|find|show|list)\s+){_TYPE}\s+(?:about|on|from|that|which|mentioning|where)\b",
+        re.IGNORECASE,
+    ),
+]
+
+
+def document_types(query: str) -> list[str]:
+    """Document types named as a type ("in the PDFs", "slides about X", "email from"), not as a topic."""
+    found: list[str] = []
+    for pattern in _TYPE_PHRASES:
+        for m in pattern.finditer(query):
+            kind = _TYPES[m.group(1).lower()]
+            if kind not in found:
+                found.append(kind)
+    return found
+
+
+_COLLECTION = re.compile(r"\bin\s+(?:the\s+|my\s+)?([\w-]+)\s+collection\b", re.IGNORECASE)
+
+
+def collections(query: str) -> list[str]:
+    return list(dict.fromkeys(m.group(1) for m in _COLLECTION.finditer(query)))
+
+
+# -- expansions and mode ---------------------------------------------------------------------------
+
+_ACRONYM_AFTER = re.compile(r"(?<![\w-])((?:[A-Za-z][\w-]*\s+){1,7}[A-Za-z][\w-]*)\s*\(([A-Z][A-Za-z0-9]{1,9})\)")
+_ACRONYM_BEFORE = re.compile(r"\b([A-Z][A-Z0-9]{1,9})\s*\(((?:[A-Za-z][\w-]*\s+){1,7}[A-Za-z][\w-]*)\)")
+
+
+def _initials_match(acronym: str, words: list[str]) -> bool:
+    letters = [c.lower() for c in acronym if c.isalpha()]
+    parts = [p for w in words for p in w.split("-") if p]
+    return len(parts) >= len(letters) and [p[0].lower() for p in parts[-len(letters) :]] == letters
+
+
+def acronyms(query: str) -> dict[str, str]:
+    """Acronyms the query defines itself: "retrieval augmented generation (RAG)" or "RAG (retrieval ...)"."""
+    found: dict[str, str] = {}
+    if "(" not in query:
+        return found
+    for m in _ACRONYM_AFTER.finditer(query):
+        words, acronym = m.group(1).split(), m.group(2)
+        letters = sum(c.isalpha() for c in acronym)
+        if _initials_match(acronym, words):
+            found[acronym] = " ".join(words[-letters:])
+    for m in _ACRONYM_BEFORE.finditer(query):
+        acronym, words = m.group(1), m.group(2).split()
+        if _initials_match(acronym, words):
+            found[acronym] = " ".join(words)
+    return found
+
+
+def expansions(query: str) -> list[str]:
+    out: list[str] = []
+    for acronym, long_form in acronyms(query).items():
+        text = re.sub(rf"\s*\({re.escape(acronym)}\)|\s*\({re.escape(long_form)}\)", "", query)
+        text = re.sub(rf"\b{re.escape(acronym)}\b", long_form, text)
+        if text != query:
+            out.append(text)
+    words = tokens(query)
+    if words and (words[0].lower in QUESTION_WORDS or words[0].lower in REQUESTS or query.rstrip().endswith("?")):
+        bare = strip_question(query)
+        if bare and bare.lower() != query.lower().strip(" ?") and len(content_words(bare)) >= 1:
+            out.append(bare)
+    return list(dict.fromkeys(out))
+
+
+_RECALL = re.compile(
+    r"\b(?:all|every|each|list|enumerate|summari[sz]e|summary|summaries|overview|everything|comprehensive)\b",
+    re.IGNORECASE,
+)
+
+
+def mode(query: str, include: list[str]) -> tuple[str, str]:
+    """precision for short exact, quoted or code-like queries; recall for "all/every/list/summarize"; else
+    balanced. Returns the mode and why."""
+    if _RECALL.search(query):
+        return "recall", "asks for everything or a summary"
+    words = tokens(query)
+    if include and _QUOTED.search(query):
+        return "precision", "quoted phrase"
+    if any(is_code_like(w.text) for w in words):
+        return "precision", "code-like term"
+    if len(words) <= 3 and not (words and words[0].lower in QUESTION_WORDS):
+        return "precision", "short exact query"
+    return "balanced", ""
