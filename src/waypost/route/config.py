@@ -9,6 +9,7 @@ from waypost.errors import WaypostError
 from waypost.route.base import Pipeline
 
 SELECTORS = ("learned", "heuristic", "embedding", "llm", "round-robin")
+PLANNERS = ("none", "rules", "llm")
 
 
 @dataclass
@@ -18,7 +19,15 @@ class RouterConfig:
     exemplars: Path | None = None  # example queries per pipeline for the embedding selector; None: shipped
     build_on_first_use: bool = False  # may pick a pipeline whose tree or graph is not built (the query builds it)
     pool: tuple[Pipeline, ...] | None = None  # the pipelines it chooses among; None: every registered strategy
+    planner: str = "rules"  # none | rules (multi-part questions become sub-queries) | llm (rules as fallback)
+    corrective: bool = True  # grade each result and retry a poor one (route/corrective.py)
+    corrective_profile: Path | None = None  # the quality model's JSON; None: the one shipped
+    max_retries: int = 2
 
     def check(self) -> None:
         if self.selector not in SELECTORS:
             raise WaypostError(f"router selector must be one of {', '.join(SELECTORS)}, not {self.selector!r}")
+        if self.planner not in PLANNERS:
+            raise WaypostError(f"router planner must be one of {', '.join(PLANNERS)}, not {self.planner!r}")
+        if self.max_retries < 0:
+            raise WaypostError("router max_retries must be zero or more")

@@ -131,9 +131,28 @@ class Router:
     def from_engine(cls, engine: Engine) -> Router:
         """The router ``engine.config.router`` describes, with the engine's query cache and telemetry."""
         from waypost.route.cache import cache_key
+        from waypost.route.corrective import CorrectiveLoop, QualityEvaluator, QualityModel
+        from waypost.route.planner import LLMPlanner, RulePlanner, run_plan
 
+        config = engine.config.router
+        planner: Planner | None = None
+        if config.planner == "rules":
+            planner = RulePlanner()
+        elif config.planner == "llm":
+            llm = engine.llm()
+            planner = LLMPlanner(llm, RulePlanner(), engine.config.prices) if llm is not None else RulePlanner()
+        corrector = None
+        if config.corrective:
+            model = QualityModel.load(config.corrective_profile)
+            corrector = CorrectiveLoop(QualityEvaluator(model), max_retries=config.max_retries)
         return cls(
-            config=engine.config.router, cache=engine.query_cache, cache_key=cache_key, telemetry=engine.telemetry
+            config=config,
+            planner=planner,
+            plan_runner=run_plan if planner is not None else None,
+            corrector=corrector,
+            cache=engine.query_cache,
+            cache_key=cache_key,
+            telemetry=engine.telemetry,
         )
 
     def selector(self, collection: Collection) -> PipelineSelector:
@@ -180,13 +199,14 @@ class Router:
                 cached.explanation.route = route
                 self._record(collection.name, route, (time.perf_counter() - started) * 1000, len(query))
                 return cached
-        if self.planner is not None:
-            plan = self.planner.plan(query)
-            if plan.sub_queries or self.plan_runner is not None:
-                result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
-                self._finish(collection, key, result, started, len(query))
-                return result
+        plan = self.planner.plan(query) if self.planner is not None else None
+        if plan is not None and plan.sub_queries:
+            result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
+            self._finish(collection, key, result, started, len(query))
+            return result
         result = self.route_one(collection, query, k, filters, fusion, passages, rerank)
+        if plan is not None and result.explanation.route is not None:
+            result.explanation.route["plan"] = plan.to_dict()
         self._finish(collection, key, result, started, len(query))
         return result
 
