@@ -118,6 +118,11 @@ class LiveGraph:
         with self._lock:
             return self._graph is not None or self.graphs.record(self.collection) is not None
 
+    def loaded(self) -> KnowledgeGraph | None:
+        """The graph if it is in memory now, as it is (never loads, builds nor catches up: for cheap reads
+        such as the router's features)."""
+        return self._graph
+
     @contextmanager
     def reading(self) -> Iterator[KnowledgeGraph | None]:
         """Hold the graph still for one query: it is caught up first, then no catch-up changes it until the
