@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -158,11 +159,15 @@ def prepare(
     store_path: str | Path,
     workload: Workload,
     config: EngineConfig | None = None,
-    structures: bool = True,
+    pipelines: Sequence[Pipeline] | None = None,
     show_progress: bool = False,
 ) -> dict[str, Any]:
     """Ingest each set whose collection is missing or incomplete (a collection holding as many documents
-    as the corpus is left alone), then build trees and graphs where missing. Returns what it did."""
+    as the corpus is left alone), then build the trees and graphs ``pipelines`` need (all: both) where
+    missing. Returns what it did."""
+    specs = [strategy_spec(s) for p in pipelines for s in p.strategies()] if pipelines is not None else None
+    need_tree = specs is None or any(s.needs_tree for s in specs)
+    need_graph = specs is None or any(s.needs_graph for s in specs)
     engine = Engine(store_path, config or EngineConfig())
     done: dict[str, Any] = {}
     try:
@@ -175,13 +180,12 @@ def prepare(
                 report = col.add(corpus.corpus(), show_progress=show_progress, total=size)
                 step["ingested"] = size
                 step["failures"] = len(report.failures)
-            if structures:
-                if not col.tree().exists():
-                    col.tree().get()
-                    step["tree"] = "built"
-                if not col.graph().exists():
-                    col.graph().get(show_progress=show_progress)
-                    step["graph"] = "built"
+            if need_tree and not col.tree().exists():
+                col.tree().get()
+                step["tree"] = "built"
+            if need_graph and not col.graph().exists():
+                col.graph().get(show_progress=show_progress)
+                step["graph"] = "built"
             done[spec.name] = step or "ready"
             log.info("mixed set %s: %s", spec.name, done[spec.name])
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from waypost.engine import Engine
@@ -80,6 +81,7 @@ class BenchResult:
 
     def averages(self) -> dict[str, float]:
         """Means over the sets: auto, best single fixed, oracle, and each control."""
+
         def mean(d: Mapping[str, float]) -> float:
             return sum(d[s] for s in self.sets) / len(self.sets)
 
@@ -179,7 +181,7 @@ def collection_accuracy(engine: Engine, queries: Sequence[MixedQuery]) -> float 
     for q in queries:
         choice = select(q.text)
         chosen = getattr(choice, "collections", choice)
-        right += bool(chosen) and list(chosen)[0] == q.collection
+        right += bool(chosen) and next(iter(chosen)) == q.collection
     return right / len(queries) if queries else None
 
 
@@ -214,7 +216,9 @@ def bench(
     sets = [s.name for s in workload.sets if any(q.set == s.name for q in queries)]
     fixed: dict[str, dict[str, float]] = {s: {} for s in sets}
     for p in model.pipelines:
-        for s, v in mean_by_set(queries, {qid: row[p.label].value for qid, row in table.items() if p.label in row}).items():
+        for s, v in mean_by_set(
+            queries, {qid: row[p.label].value for qid, row in table.items() if p.label in row}
+        ).items():
             fixed[s][p.label] = v
     oracle = oracle_values(table)
     control_scores: dict[str, dict[str, float]] = {"always-hybrid": {s: fixed[s][DEFAULT.label] for s in sets}}
@@ -228,7 +232,10 @@ def bench(
         control_scores["leave-one-set-out"] = loso
     correct = [routed.values[q.id] >= oracle[q.id] - EPS for q in queries]
     oracle_labels = {
-        q.id: min((lbl for lbl, o in table[q.id].items() if o.value >= oracle[q.id] - EPS), key=lambda lbl: (lbl != routed.choices[q.id], lbl))
+        q.id: min(
+            (lbl for lbl, o in table[q.id].items() if o.value >= oracle[q.id] - EPS),
+            key=lambda lbl: (lbl != routed.choices[q.id], lbl),
+        )
         for q in queries
     }
     auto = mean_by_set(queries, routed.values)
@@ -263,3 +270,46 @@ def bench(
         "profile": model.info,
     }
     return result
+
+
+def run_bench_mixed(
+    store: str | Path,
+    workload: Workload,
+    limit: int | None = None,
+    train_limit: int | None = None,
+    profile: str | Path | None = None,
+    pipelines: Sequence[Pipeline] | None = None,
+    live: bool | None = None,
+    show_progress: bool = False,
+) -> BenchResult:
+    """The whole benchmark on ``store``: prepare what is missing, train the router and its controls on
+    the training split (outcomes cached), score everything on the test split. ``profile``: score this
+    trained router instead of the one fitted here (the controls are still fitted here). ``live``: auto
+    through ``Collection.retrieve(strategy="auto")`` (default: when the router is installed)."""
+    from waypost.evaluation.mixed import prepare
+    from waypost.route.train import default_pool, leave_one_out, router_features, shuffled_control, train
+
+    pool = list(pipelines or default_pool())
+    prepare(store, workload, pipelines=pool, show_progress=show_progress)
+    feature_fn, names = router_features()
+    engine = Engine(store)
+    try:
+        trained = train(engine, workload, pool, feature_fn, names, train_limit, show_progress)
+        model = GainModel.load(profile) if profile is not None else trained.model
+        controls = {"shuffled-labels": shuffled_control(trained)}
+        held = {s.name: leave_one_out(trained, s.name) for s in workload.sets if len(workload.sets) > 1}
+        if live is None:
+            live = _auto_installed()
+        result = bench(engine, workload, model, feature_fn, controls, held, limit, live, show_progress)
+        result.info["train_seconds"] = trained.seconds
+        return result
+    finally:
+        engine.close()
+
+
+def _auto_installed() -> bool:
+    try:
+        import waypost.route.router  # noqa: F401
+    except ImportError:
+        return False
+    return True

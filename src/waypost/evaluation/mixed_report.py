@@ -8,11 +8,12 @@ import html
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from waypost.evaluation.mixed_bench import BenchResult
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,7 +31,11 @@ def plot_sets(result: BenchResult, path: Path) -> None:
     cmap = plt.get_cmap("tab20")
     for i, name in enumerate(series):
         values = [
-            result.auto[s] if name == "auto" else result.oracle[s] if name == "oracle" else result.fixed[s].get(name, 0.0)
+            result.auto[s]
+            if name == "auto"
+            else result.oracle[s]
+            if name == "oracle"
+            else result.fixed[s].get(name, 0.0)
             for s in result.sets
         ]
         xs = [j + (i - len(series) / 2 + 0.5) * width for j in range(len(result.sets))]
@@ -79,7 +84,15 @@ def plot_confusion(result: BenchResult, path: Path) -> None:
     for i, row in enumerate(grid):
         for j, n in enumerate(row):
             if n:
-                ax.text(j, i, str(n), ha="center", va="center", fontsize=8, color="black" if n < max(map(max, grid)) / 2 else "white")
+                ax.text(
+                    j,
+                    i,
+                    str(n),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="black" if n < max(map(max, grid)) / 2 else "white",
+                )
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(len(labels)))
@@ -129,7 +142,8 @@ def write_report(result: BenchResult, directory: str | Path) -> Path:
     heads = "".join(f"<th>{html.escape(c)}</th>" for c in result.controls)
     coll = "n/a" if result.collection_accuracy is None else f"{result.collection_accuracy:.4f}"
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>waypost bench mixed</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}td,th{{padding:3px 8px;border-bottom:1px solid #ddd}}</style>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}
+td,th{{padding:3px 8px;border-bottom:1px solid #ddd}}</style>
 </head><body><h1>waypost bench mixed</h1>
 <p>{result.info.get("queries", 0)} test queries, interleaved; auto scored in {result.info.get("auto_mode")} mode.
 Average over the sets: auto <b>{avg["auto"]:.4f}</b>, best single fixed pipeline ({html.escape(result.best_single)})

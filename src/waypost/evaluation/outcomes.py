@@ -157,7 +157,9 @@ def run_outcomes(
         t0 = time.perf_counter()
         hits = retrieve_hits(engine, q, p)
         ms = (time.perf_counter() - t0) * 1000.0
-        outcome = Outcome(q.id, q.set, q.collection, p.label, score(q, hits), round(ms, 2), generations[q.collection], hits)
+        outcome = Outcome(
+            q.id, q.set, q.collection, p.label, score(q, hits), round(ms, 2), generations[q.collection], hits
+        )
         out.append(outcome)
         pending.append(outcome)
         if len(pending) >= 50:

@@ -172,9 +172,21 @@ class GainModel:
         if conf < self.threshold and top != self.default:
             if self.low_confidence == "fuse" and len(ranked) > 1:
                 fused = Pipeline.fusion([top, by_label[ranked[1][0]]])
-                return Choice(fused, conf, f"{reason}; confidence {conf:.2f} < {self.threshold:.2f}: fuse the top two", "learned", scores)
+                return Choice(
+                    fused,
+                    conf,
+                    f"{reason}; confidence {conf:.2f} < {self.threshold:.2f}: fuse the top two",
+                    "learned",
+                    scores,
+                )
             if self.default.label in by_label:
-                return Choice(self.default, conf, f"{reason}; confidence {conf:.2f} < {self.threshold:.2f}: the default", "learned", scores)
+                return Choice(
+                    self.default,
+                    conf,
+                    f"{reason}; confidence {conf:.2f} < {self.threshold:.2f}: the default",
+                    "learned",
+                    scores,
+                )
         return Choice(top, conf, reason, "learned", scores)
 
     # -- JSON ---------------------------------------------------------------------------------

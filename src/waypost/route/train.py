@@ -22,7 +22,7 @@ from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import Features, Pipeline
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
-from waypost.route.model import FuseValue, GainModel
+from waypost.route.model import GainModel
 
 log = logging.getLogger("waypost.route.train")
 
@@ -67,6 +67,7 @@ def parse_pool(specs: Sequence[str]) -> list[Pipeline]:
 
 # -- features -------------------------------------------------------------------------------------
 FeatureFn = Callable[[Engine, MixedQuery], Features]
+STATE_FEATURES = ("graph_loaded",)  # whether a graph happens to be in memory: the process's state, not the query
 
 
 def router_features() -> tuple[FeatureFn, list[str]]:
@@ -80,7 +81,7 @@ def router_features() -> tuple[FeatureFn, list[str]]:
         col = engine.collection(query.collection)
         return dict(extract_features(query.text, col.context(), query.filters).features)
 
-    return compute, list(FEATURE_NAMES)
+    return compute, [n for n in FEATURE_NAMES if n not in STATE_FEATURES]
 
 
 def compute_features(
@@ -205,7 +206,12 @@ def leave_one_out(trained: Trained, held_out: str) -> GainModel:
         raise WaypostError(f"no training query is left once {held_out} is held out")
     r = trained.rows
     rows = TrainingRows(
-        r.feature_names, r.features[keep], r.pipelines, r.values[keep], [r.groups[i] for i in keep], [r.ids[i] for i in keep]
+        r.feature_names,
+        r.features[keep],
+        r.pipelines,
+        r.values[keep],
+        [r.groups[i] for i in keep],
+        [r.ids[i] for i in keep],
     )
     model = fit_rows(rows, trained.queries, trained.outcomes)
     model.info["held_out"] = held_out
@@ -219,3 +225,36 @@ def write_profile(model: GainModel, path: str | Path) -> dict[str, Any]:
 
 def summary_json(model: GainModel) -> str:
     return json.dumps({"threshold": model.threshold, "low_confidence": model.low_confidence, **model.info}, indent=1)
+
+
+def default_store() -> Path:
+    return Path.home() / ".cache" / "waypost" / "router" / "store"
+
+
+def train_command(
+    datasets: Sequence[str | Path],
+    store: str | Path | None = None,
+    out: str | Path | None = None,
+    pipelines: Sequence[str] = (),
+    scope: str | None = None,
+    limit: int | None = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """``waypost router train DATASET...``: each dataset becomes a collection of ``store`` (ingested and
+    given the tree and graph the pool needs where missing); the fitted profile is written to ``out``."""
+    from waypost.evaluation.mixed import prepare, workload_from_dirs
+
+    workload = workload_from_dirs(list(datasets), scope=scope)
+    pool = parse_pool(pipelines) if pipelines else default_pool()
+    store_path = Path(store) if store is not None else default_store()
+    t0 = time.perf_counter()
+    prepare(store_path, workload, pipelines=pool, show_progress=show_progress)
+    engine = Engine(store_path)
+    try:
+        trained = train(engine, workload, pool, limit=limit, show_progress=show_progress)
+    finally:
+        engine.close()
+    path = Path(out) if out is not None else store_path.parent / "profile.json"
+    summary = write_profile(trained.model, path)
+    summary["seconds_total"] = round(time.perf_counter() - t0, 1)
+    return summary
