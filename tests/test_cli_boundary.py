@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from waypost import cli
 from waypost.cli import app
+from waypost.cli import query as cli  # the module whose _existing the query command calls
 from waypost.store.sqlite import SQLiteStore
 
 

@@ -12,10 +12,11 @@ from tests.cli_runner import Cli
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import WaypostError
+from waypost.evaluation.rerank_training import collect_groups
 from waypost.post.evidence import Succession
 from waypost.post.rerank.features import FEATURES, below_successors, boundary_confidence
 from waypost.post.rerank.profile import RerankProfile, load_profile, save_profile
-from waypost.post.rerank.train import TrainingGroup, collect_groups, feedback_queries, fit_profile
+from waypost.post.rerank.train import TrainingGroup, feedback_queries, fit_profile
 from waypost.types import Chunk, Document, Hit, Provenance
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,13 +3,37 @@ and its gold spans where it has them), candidates from the same cached eval stor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from waypost.engine import Engine, EngineConfig
+from waypost.engine import Collection, Engine, EngineConfig
 from waypost.evaluation.beir import load_beir
 from waypost.evaluation.runner import default_cache_dir, eval_store_dir, prepare, scope_filter
 from waypost.post.rerank.profile import RerankProfile
-from waypost.post.rerank.train import TrainingGroup, TrainingQuery, collect_groups, feedback_queries, fit_profile
+from waypost.post.rerank.train import TrainingGroup, TrainingQuery, feedback_queries, fit_profile, training_group
+from waypost.progress import track
+from waypost.retrieval.registry import make_retriever
+
+
+def collect_groups(
+    collection: Collection,
+    queries: Sequence[TrainingQuery],
+    strategy: str = "hybrid",
+    depth: int = 30,
+    params: dict[str, object] | None = None,
+    show_progress: bool = False,
+) -> list[TrainingGroup]:
+    """Candidates, features and labels of every query that has both a relevant and a less relevant one."""
+    groups: list[TrainingGroup] = []
+    for q in track(queries, show_progress, "rerank training queries"):
+        ctx = collection.context()
+        result = make_retriever(strategy, ctx, collection.engine.config.fusion, params).retrieve(
+            q.text, depth, q.filters
+        )
+        group = training_group(ctx, q, result.hits)
+        if group is not None:
+            groups.append(group)
+    return groups
 
 
 def dataset_groups(

@@ -1,36 +1,32 @@
 """Learned rerank weights: a pairwise linear ranker fitted to training queries, feedback, or both.
 
-For every training query the base strategy's best ``depth`` chunks are retrieved and their features
-computed exactly as the reranker will at query time. A chunk's label comes from the gold spans of its
-document where it has them (the share of the chunk they cover), else from the qrels (its document's
-grade), or from recorded feedback (the label of a judgement whose span it overlaps). Pairs of
-candidates with different labels train a logistic regression on feature differences (scikit-learn),
-so the weights say which features order relevant chunks first; the regularisation is chosen by
-grouped cross-validation over the training queries."""
+For every training query the base strategy's best ``depth`` chunks are retrieved (by the caller,
+``evaluation/rerank_training.py``) and their features computed exactly as the reranker will at query time.
+A chunk's label comes from the gold spans of its document where it has them (the share of the chunk they
+cover), else from the qrels (its document's grade), or from recorded feedback (the label of a judgement
+whose span it overlaps). Pairs of candidates with different labels train a logistic regression on feature
+differences (scikit-learn), so the weights say which features order relevant chunks first; the
+regularisation is chosen by grouped cross-validation over the training queries."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from waypost.base import Feedback
+from waypost.context import SearchContext
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter
 from waypost.post.rerank.features import FEATURES, compute_features
 from waypost.post.rerank.profile import RerankProfile
-from waypost.progress import track
-from waypost.retrieval.registry import make_retriever
 from waypost.types import Hit
 
 logger = logging.getLogger("waypost.rerank")
-
-if TYPE_CHECKING:
-    from waypost.engine import Collection
 
 FloatArray = npt.NDArray[np.float64]
 C_GRID = (0.01, 0.1, 1.0, 10.0)
@@ -78,28 +74,14 @@ def feedback_queries(entries: Iterable[Feedback]) -> list[TrainingQuery]:
     return list(by_query.values())
 
 
-def collect_groups(
-    collection: Collection,
-    queries: Sequence[TrainingQuery],
-    strategy: str = "hybrid",
-    depth: int = 30,
-    params: dict[str, object] | None = None,
-    show_progress: bool = False,
-) -> list[TrainingGroup]:
-    """Candidates, features and labels of every query that has both a relevant and a less relevant one."""
-    groups: list[TrainingGroup] = []
-    for q in track(queries, show_progress, "rerank training queries"):
-        ctx = collection.context()
-        result = make_retriever(strategy, ctx, collection.engine.config.fusion, params).retrieve(
-            q.text, depth, q.filters
-        )
-        if not result.hits:
-            continue
-        rows = compute_features(ctx, ctx.evidence(), q.text, result.hits)
-        labels = label_hits(q, result.hits)
-        if labels.max() > labels.min():
-            groups.append(TrainingGroup(q.text, rows.values, labels))
-    return groups
+def training_group(ctx: SearchContext, q: TrainingQuery, hits: list[Hit]) -> TrainingGroup | None:
+    """The features and labels of one query's candidates (retrieved by the caller with ``ctx``), or None when
+    they have no relevant and less relevant candidate to tell apart."""
+    if not hits:
+        return None
+    rows = compute_features(ctx, ctx.evidence(), q.text, hits)
+    labels = label_hits(q, hits)
+    return TrainingGroup(q.text, rows.values, labels) if labels.max() > labels.min() else None
 
 
 def _pairs(groups: Sequence[TrainingGroup], mean: FloatArray, scale: FloatArray, seed: int = 0) -> tuple[Any, Any]:

@@ -1,0 +1,103 @@
+"""Options and helpers shared by the commands: store, collection, model, strategy, passages, filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from waypost.cli.app import err
+from waypost.engine import Engine, EngineConfig
+from waypost.errors import WaypostError
+from waypost.filters.model import Filter, parse_filter, parse_filter_json
+from waypost.hierarchy.tree import TreeConfig
+from waypost.post.passages import PassageConfig, PassagePolicy
+from waypost.retrieval.fusion import FusionConfig, FusionMethod
+from waypost.retrieval.registry import STRATEGIES
+from waypost.store.backend import store_exists
+
+StoreOpt = Annotated[Path, typer.Option("--store", "-s", envvar="WAYPOST_STORE", help="Store directory.")]
+CollOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection name.")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Embedding model: a sentence-transformers name or "
+        "path, or openai:MODEL@URL. Default: the collection's own.",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
+DEFAULT_STORE = Path(".waypost")
+StrategyOpt = Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")]
+FusionOpt = Annotated[FusionMethod, typer.Option(help="Hybrid fusion method.")]
+AlphaOpt = Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight for weighted fusion.")]
+ReferencesOpt = Annotated[float, typer.Option(min=0.0, help="Boost for documents the top hits name by title (0: off).")]
+LlmFiltersOpt = Annotated[bool, typer.Option("--llm-filters", help="Let the --llm extract filters.")]
+ParamOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--param", "-p", help="A strategy parameter as name=value, e.g. budget=1000 (see: waypost strategies)."
+    ),
+]
+PassagesOpt = Annotated[
+    str | None,
+    typer.Option(help="Return passages: grow (follow relevance), auto-merge (parent sections) or small-to-big."),
+]
+RerankOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Rerank the best hits: default (hand-set), precision, balanced, recall, a trained profile's name "
+        "or .json path (waypost rerank train), cross-encoder:PATH, or llm[:pointwise|:listwise]."
+    ),
+]
+PassageTokensOpt = Annotated[int, typer.Option(min=1, help="Longest passage, in tokens (with --passages).")]
+PassageKeepOpt = Annotated[
+    float, typer.Option(min=0.0, max=1.0, help="grow: a neighbour joins while this relevant relative to the anchor.")
+]
+PassageWindowOpt = Annotated[int, typer.Option(min=0, help="small-to-big: neighbours taken on each side.")]
+
+
+def _passages(policy: str | None, tokens: int, keep: float, window: int) -> PassageConfig | None:
+    if policy is None:
+        return None
+    try:
+        return PassageConfig(PassagePolicy(policy), tokens, keep, window)
+    except ValueError:
+        _fail(f"--passages must be one of {', '.join(p.value for p in PassagePolicy)}, not {policy!r}")
+        raise
+
+
+def _existing(store: Path) -> Path:
+    """Commands that read never create a store: a mistyped --store is an error, not an empty store."""
+    if not store_exists(store):
+        raise WaypostError(f"no waypost store at {store} (create one with: waypost add PATH --store {store})")
+    return store
+
+
+def _engine(
+    store: Path, model: str | None = None, chunk_tokens: int = 200, fusion: FusionConfig | None = None
+) -> Engine:
+    return Engine(store, EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=fusion or FusionConfig()))
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def _filters(where: list[str], where_json: str | None) -> Filter | None:
+    parsed = parse_filter(where)
+    if where_json:
+        extra = parse_filter_json(where_json)
+        from waypost.filters.extract import combine
+
+        return combine(parsed, extra)
+    return parsed
+
+
+def _tree_config(shape: str) -> TreeConfig:
+    if shape not in ("full", "lite"):
+        _fail(f"the tree shape must be full or lite, not {shape!r}")
+    return TreeConfig(lite=shape == "lite")

@@ -1,0 +1,221 @@
+"""Searching and answering: query, ask, demo, strategies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from waypost.cli.app import app, console
+from waypost.cli.common import (
+    DEFAULT_STORE,
+    AlphaOpt,
+    CollOpt,
+    FusionOpt,
+    JsonOpt,
+    LlmFiltersOpt,
+    LlmOpt,
+    ModelOpt,
+    ParamOpt,
+    PassageKeepOpt,
+    PassagesOpt,
+    PassageTokensOpt,
+    PassageWindowOpt,
+    ReferencesOpt,
+    RerankOpt,
+    StoreOpt,
+    StrategyOpt,
+    _engine,
+    _existing,
+    _filters,
+    _passages,
+)
+from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
+from waypost.post.passages import PassageConfig
+from waypost.retrieval.fusion import FusionConfig, FusionMethod
+from waypost.retrieval.params import describe, split_assignments
+from waypost.retrieval.registry import STRATEGIES
+from waypost.types import RetrievalResult
+
+
+def _print_result(result: RetrievalResult, explain: bool) -> None:
+    table = Table(show_lines=True, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("score", justify="right", width=7)
+    table.add_column("where", ratio=1)
+    table.add_column("text", ratio=3)
+    for i, hit in enumerate(result.hits, start=1):
+        text = " ".join(hit.chunk.text.split())
+        section = " > ".join(hit.chunk.section)
+        where = f"[bold]{hit.document_id}[/]\n{section}\n[dim]chars {hit.chunk.start}-{hit.chunk.end}[/]"
+        if hit.node is not None:
+            where += (
+                f"\n[dim]via {hit.node.kind} node {hit.node.id} (layer {hit.node.layer}, {hit.node.leaves} chunks)[/]"
+            )
+        table.add_row(str(i), f"{hit.score:.3f}", where, text[:400] + ("…" if len(text) > 400 else ""))
+    console.print(table)
+    if explain:
+        ex = result.explanation
+        console.print(f"[bold]strategy[/] {ex.strategy}   [bold]semantic query[/] {ex.semantic_query!r}")
+        console.print(f"[bold]filters[/] {ex.filters or 'none'}   [bold]candidates[/] {ex.candidates}")
+        console.print(
+            "[bold]timings[/] "
+            + ", ".join(f"{k} {v:.1f} ms" for k, v in ex.timings_ms.items())
+            + f"   total {ex.total_ms:.1f} ms"
+        )
+        for note in ex.notes:
+            console.print(f"  [dim]{note}[/]")
+        for i, hit in enumerate(result.hits, start=1):
+            if hit.features:
+                values = " ".join(f"{name}={value:.2f}" for name, value in hit.features.items())
+                console.print(f"  [dim]#{i} features: {values}[/]")
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="The question or search terms.")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    strategy: StrategyOpt = "hybrid",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of hits.")] = 5,
+    where: Annotated[
+        list[str], typer.Option("--where", "-w", help="Filter such as year>=2015 or 'country in India,Spain'.")
+    ] = [],  # noqa: B006
+    where_json: Annotated[
+        str | None, typer.Option("--where-json", help='JSON filter: {"or": [{"type": "Movie"}, ...]}')
+    ] = None,
+    fusion: FusionOpt = FusionMethod.WEIGHTED,
+    alpha: AlphaOpt = FusionConfig.alpha,
+    references: ReferencesOpt = FusionConfig.reference_weight,
+    explain: Annotated[bool, typer.Option("--explain", help="Show strategy, filters and timings.")] = False,
+    model: ModelOpt = None,
+    llm: LlmOpt = "none",
+    llm_filters: LlmFiltersOpt = False,
+    param: ParamOpt = [],  # noqa: B006
+    passages: PassagesOpt = None,
+    passage_tokens: PassageTokensOpt = PassageConfig.tokens,
+    passage_keep: PassageKeepOpt = PassageConfig.keep,
+    passage_window: PassageWindowOpt = PassageConfig.window,
+    rerank: RerankOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retrieve the best chunks for a query."""
+    config = EngineConfig(
+        embed_model=model,
+        fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
+        llm=llm,
+        llm_filters=llm_filters,
+    )
+    with Engine(_existing(store), config) as engine:
+        result = engine.collection(collection).retrieve(
+            text,
+            strategy,
+            k=k,
+            filters=_filters(where, where_json),
+            params=split_assignments(param),
+            passages=_passages(passages, passage_tokens, passage_keep, passage_window),
+            rerank=rerank,
+        )
+    if as_json:
+        payload = {
+            "hits": [h.to_dict() for h in result.hits],
+            "explain": result.explanation.to_dict(),
+            "metadata": result.metadata.to_dict(),
+        }
+        print(json.dumps(payload))
+    else:
+        _print_result(result, explain)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    store: StoreOpt = DEFAULT_STORE,
+    collection: CollOpt = DEFAULT_COLLECTION,
+    llm: LlmOpt = "none",
+    strategy: StrategyOpt = "hybrid",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Passages given to the answerer.")] = 5,
+    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Print tokens as they arrive.")] = True,
+    timeout: Annotated[float, typer.Option(help="LLM request timeout in seconds.")] = 60.0,
+    explain: Annotated[bool, typer.Option("--explain", help="Show timings, LLM calls, tokens and cost.")] = False,
+    model: ModelOpt = None,
+    param: ParamOpt = [],  # noqa: B006
+    passages: PassagesOpt = None,
+    passage_tokens: PassageTokensOpt = PassageConfig.tokens,
+    rerank: RerankOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the documents, with numbered citations to exact spans."""
+    params = split_assignments(param)
+    config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
+    passage_config = _passages(passages, passage_tokens, PassageConfig.keep, PassageConfig.window)
+    with Engine(_existing(store), config) as engine:
+        coll = engine.collection(collection)
+        streamed = ""
+        if stream and not as_json:
+            live = coll.stream_answer(question, strategy, k, params, passage_config, rerank)
+            for token in live.tokens:
+                streamed += token
+                console.print(token, end="", markup=False, highlight=False, soft_wrap=True)
+            console.print()
+            answer = live.answer
+        else:
+            answer = coll.answer(question, strategy, k, params, passage_config, rerank)
+    assert answer is not None
+    if as_json:
+        print(json.dumps(answer.to_dict()))
+        return
+    if not stream:
+        console.print(answer.text, markup=False, highlight=False)
+    elif answer.text.strip() != streamed.strip():
+        # Citations were renumbered (or the reply was a refusal): show the final text they refer to.
+        console.print("[bold]answer with its final citation numbers:[/]")
+        console.print(answer.text, markup=False, highlight=False)
+    for c in answer.citations:
+        console.print(
+            f"  [bold][{c.number}][/] {c.title or c.document_id} [dim]({c.document_id}, chars {c.start}-{c.end})[/]"
+        )
+    if explain:
+        meta = answer.metadata.to_dict()
+        console.print(
+            f"[bold]mode[/] {answer.mode}   [bold]strategy[/] {meta['strategy']}   "
+            f"[bold]total[/] {meta['total_ms']:.1f} ms"
+        )
+        console.print("[bold]timings[/] " + ", ".join(f"{k} {v:.1f} ms" for k, v in meta["timings_ms"].items()))
+        console.print(
+            f"[bold]llm[/] calls {meta['llm_calls']} (cached {meta['llm_cache_hits']}), tokens "
+            f"{meta['prompt_tokens']} in / {meta['completion_tokens']} out, cost ${meta['cost_usd']:.6f}"
+        )
+        for fb in meta["fallbacks"]:
+            console.print(f"[yellow]fallback[/] {fb}")
+
+
+@app.command()
+def demo(
+    store: StoreOpt = Path(".waypost-demo"),
+    query_text: Annotated[str, typer.Argument()] = "How does waypost keep the store consistent if ingest is killed?",
+) -> None:
+    """Ingest the bundled sample corpus, then answer a query with --explain."""
+    samples = Path(__file__).parent.parent / "samples"
+    with _engine(store) as engine:
+        report = engine.collection(DEFAULT_COLLECTION, create=True).add_paths([samples], show_progress=True)
+        console.print(f"sample corpus: added {report.added}, unchanged {report.unchanged}, {report.chunks} new chunks")
+        coll = engine.collection(DEFAULT_COLLECTION)
+        result = coll.retrieve(query_text, "hybrid", k=3)
+        answer = coll.answer(query_text, "hybrid", k=3)
+    console.print(f"[bold]query[/] {query_text}")
+    _print_result(result, explain=True)
+    console.print(f"\n[bold]answer[/] ({answer.mode}, no LLM configured)")
+    console.print(answer.text, markup=False, highlight=False)
+    for c in answer.citations:
+        console.print(f"  [bold][{c.number}][/] {c.document_id}, chars {c.start}-{c.end}")
+
+
+@app.command()
+def strategies() -> None:
+    """The retrieval strategies and the parameters each takes (set them with --param name=value)."""
+    for name, spec in STRATEGIES.items():
+        console.print(f"[bold]{name}[/]  {describe(spec.params) or '(no parameters)'}")
