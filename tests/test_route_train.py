@@ -3,6 +3,7 @@ predictions, calibrated confidence, and ``router train`` end to end on two tiny 
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -34,17 +35,19 @@ def synthetic_rows(n: int = 240, seed: int = 3) -> TrainingRows:
         [base, base + np.where(kind == 0, 0.25, -0.15), base + np.where(kind == 1, 0.2, -0.2)]
     ) + rng.normal(0, 0.02, (n, 3))
     groups = [f"set{k}" for k in kind]
-    return TrainingRows(["kind", "noise1", "noise2"], x, [HYBRID, BM25, DENSE], values, groups, [str(i) for i in range(n)])
+    ids = [str(i) for i in range(n)]
+    return TrainingRows(["kind", "noise1", "noise2"], x, [HYBRID, BM25, DENSE], values, groups, ids)
 
 
 def test_gain_model_learns_which_pipeline_wins_and_survives_json(tmp_path: Path) -> None:
     model = fit_gain_model(synthetic_rows(), HYBRID, COSTS)
-    picks = {k: model.choose({"kind": k, "noise1": 0.0, "noise2": 0.0}, [HYBRID, BM25, DENSE]).pipeline for k in (0, 1, 2)}
+    pool = [HYBRID, BM25, DENSE]
+    picks = {k: model.choose({"kind": k, "noise1": 0.0, "noise2": 0.0}, pool).pipeline for k in (0, 1, 2)}
     assert picks == {0: BM25, 1: DENSE, 2: HYBRID}
     assert model.info["oof_accuracy"] > 0.8
     assert model.info["oof_score"] > model.info["oof_default_score"] + 0.05
-    xs, ys = model.calibration
-    assert all(b >= a for a, b in zip(ys, ys[1:], strict=False)) and 0.0 <= ys[0] <= ys[-1] <= 1.0
+    _, ys = model.calibration
+    assert all(b >= a for a, b in itertools.pairwise(ys)) and 0.0 <= ys[0] <= ys[-1] <= 1.0
     assert model.low_confidence in ("default", "fuse")
 
     path = tmp_path / "profile.json"

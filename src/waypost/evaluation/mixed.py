@@ -217,3 +217,8 @@ def workload_from_dirs(dirs: list[str | Path], metric: str = NDCG10, scope: str 
 
 def describe(workload: Workload) -> str:
     return json.dumps([{"set": s.name, "metric": s.metric, "path": str(s.path)} for s in workload.sets])
+
+
+def default_store() -> Path:
+    """Where ``waypost bench mixed`` keeps its store."""
+    return Path.home() / ".cache" / "waypost" / "mixed" / "store"
