@@ -63,19 +63,32 @@ def bench_mixed(
         Path | None, typer.Option(help="Score this router profile (default: the one fitted on the train split).")
     ] = None,
     pipelines: PipelinesOpt = [],  # noqa: B006
+    only: Annotated[list[str], typer.Option("--set", help="Only these of the six sets (repeat).")] = [],  # noqa: B006
+    no_prepare: Annotated[
+        bool, typer.Option("--no-prepare", help="Read the store as it is: ingest and build nothing.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the issue's figures as JSON.")] = False,
 ) -> None:
     """The mixed workload's test queries, interleaved, under auto routing against every fixed pipeline,
     the best single fixed pipeline, the per-query oracle and the controls (always-hybrid, shuffled labels,
     leave one set out). Trains on the training splits first (outcomes are cached in the store)."""
-    from waypost.evaluation.mixed import default_store, default_workload, workload_from_dirs
+    from waypost.evaluation.mixed import default_store, default_workload, with_sets, workload_from_dirs
     from waypost.evaluation.mixed_bench import run_bench_mixed
     from waypost.route.train import parse_pool
 
     workload = workload_from_dirs(list(dataset)) if dataset else default_workload(data)
+    if only:
+        workload = with_sets(workload, only)
     pool = parse_pool(pipelines) if pipelines else None
     result = run_bench_mixed(
-        store or default_store(), workload, limit, train_limit, profile, pool, show_progress=not as_json
+        store or default_store(),
+        workload,
+        limit,
+        train_limit,
+        profile,
+        pool,
+        show_progress=not as_json,
+        prepare_store=not no_prepare,
     )
     if report is not None:
         from waypost.evaluation.mixed_report import write_report

@@ -193,7 +193,7 @@ def prepare(
     return done
 
 
-def with_limit(workload: Workload, names: list[str]) -> Workload:
+def with_sets(workload: Workload, names: list[str]) -> Workload:
     """The workload restricted to the named sets (same order and seed)."""
     unknown = set(names) - {s.name for s in workload.sets}
     if unknown:

@@ -281,16 +281,19 @@ def run_bench_mixed(
     pipelines: Sequence[Pipeline] | None = None,
     live: bool | None = None,
     show_progress: bool = False,
+    prepare_store: bool = True,
 ) -> BenchResult:
     """The whole benchmark on ``store``: prepare what is missing, train the router and its controls on
     the training split (outcomes cached), score everything on the test split. ``profile``: score this
     trained router instead of the one fitted here (the controls are still fitted here). ``live``: auto
-    through ``Collection.retrieve(strategy="auto")`` (default: when the router is installed)."""
+    through ``Collection.retrieve(strategy="auto")`` (default: when the router is installed).
+    ``prepare_store=False`` reads the store as it is (a pipeline whose structure is missing is left out)."""
     from waypost.evaluation.mixed import prepare
     from waypost.route.train import default_pool, leave_one_out, router_features, shuffled_control, train
 
     pool = list(pipelines or default_pool())
-    prepare(store, workload, pipelines=pool, show_progress=show_progress)
+    if prepare_store:
+        prepare(store, workload, pipelines=pool, show_progress=show_progress)
     feature_fn, names = router_features()
     engine = Engine(store)
     try:

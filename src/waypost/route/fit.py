@@ -42,7 +42,12 @@ def _forest(x: Array, y: Array, w: Array, seed: int) -> Forest:
     from sklearn.ensemble import RandomForestRegressor
 
     model = RandomForestRegressor(
-        n_estimators=60, max_depth=7, min_samples_leaf=4, max_features=0.5, random_state=seed, n_jobs=1
+        n_estimators=min(60, max(10, len(x) // 4)),  # few rows need few trees
+        max_depth=7,
+        min_samples_leaf=4,
+        max_features=0.5,
+        random_state=seed,
+        n_jobs=1,
     )
     model.fit(x, y, sample_weight=w)
     return Forest.from_sklearn(model.estimators_)

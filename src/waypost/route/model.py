@@ -20,6 +20,7 @@ from waypost.errors import WaypostError
 from waypost.route.base import Choice, Features, Pipeline
 
 FORMAT = "waypost-gain-model/1"
+DEFAULT_PROFILE = Path(__file__).parent / "profiles" / "default.json"  # shipped; what ``auto`` loads by default
 TIE = 0.005  # predicted gains this close count as a tie, broken toward the cheaper pipeline
 Array = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -235,3 +236,8 @@ class GainModel:
         except (OSError, json.JSONDecodeError) as exc:
             raise WaypostError(f"cannot read router profile {path}: {exc}") from None
         return cls.from_dict(raw)
+
+
+def default_model() -> GainModel | None:
+    """The profile shipped with the package (``route/profiles/default.json``), or ``None`` without one."""
+    return GainModel.load(DEFAULT_PROFILE) if DEFAULT_PROFILE.exists() else None

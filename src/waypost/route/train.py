@@ -29,7 +29,6 @@ log = logging.getLogger("waypost.route.train")
 DEFAULT = Pipeline.of("hybrid")
 PASSAGES_COST = 0.5  # a passages policy adds about half of hybrid's latency
 RERANK_COST = 2.0
-DEFAULT_PROFILE = Path(__file__).parent / "profiles" / "default.json"
 
 
 def default_pool() -> list[Pipeline]:
