@@ -67,6 +67,9 @@ def bench_mixed(
     no_prepare: Annotated[
         bool, typer.Option("--no-prepare", help="Read the store as it is: ingest and build nothing.")
     ] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help='Run auto end to end through retrieve(strategy="auto").')
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the issue's figures as JSON.")] = False,
 ) -> None:
     """The mixed workload's test queries, interleaved, under auto routing against every fixed pipeline,
@@ -87,6 +90,7 @@ def bench_mixed(
         train_limit,
         profile,
         pool,
+        live=live,
         show_progress=not as_json,
         prepare_store=not no_prepare,
     )

@@ -129,7 +129,8 @@ def route_with(
     features: Mapping[str, Features],
     feature_ms: Mapping[str, float] | None = None,
 ) -> Routed:
-    """A router's choices scored from the table; its time is the feature pass plus ``choose``."""
+    """A router's choices scored from the table; its time is ``feature_ms`` (the feature pass beyond the
+    hybrid first stage it reuses) plus ``choose``; end to end adds the chosen pipeline's own latency."""
     out = Routed()
     for q in queries:
         row = table[q.id]
@@ -171,18 +172,18 @@ def route_live(engine: Engine, queries: Sequence[MixedQuery], show_progress: boo
     return out
 
 
-def collection_accuracy(engine: Engine, queries: Sequence[MixedQuery]) -> float | None:
-    """The share of queries whose chosen collection is the right one, from the collection selector
-    (``Engine.select_collection``) where it exists; ``None`` until it does."""
-    select: Callable[[str], Any] | None = getattr(engine, "select_collection", None)
-    if select is None:
+def collection_accuracy(engine: Engine, queries: Sequence[MixedQuery], names: Sequence[str]) -> float | None:
+    """The share of queries whose collection selector (``Engine.collection_selector()``, where it exists)
+    puts the query's own collection first among ``names``; ``None`` without a selector."""
+    make: Callable[[], Any] | None = getattr(engine, "collection_selector", None)
+    if make is None or not queries:
         return None
+    selector = make()
     right = 0
     for q in queries:
-        choice = select(q.text)
-        chosen = getattr(choice, "collections", choice)
-        right += bool(chosen) and next(iter(chosen)) == q.collection
-    return right / len(queries) if queries else None
+        choice = selector.select(q.text, list(names), q.filters)
+        right += bool(choice.collections) and choice.collections[0] == q.collection
+    return right / len(queries)
 
 
 def bench(
@@ -207,8 +208,7 @@ def bench(
     queries = [q for q in queries if q.id in table]
     t_outcomes = time.perf_counter() - t_start
     features, times = compute_features(engine, queries, feature_fn, show_progress)
-    feature_ms = {q.id: ms for q, ms in zip(queries, times, strict=True)}
-    routed = route_with(model, queries, table, features, feature_ms)
+    routed = route_with(model, queries, table, features, times.overhead_ms)
     if live:
         live_routed = route_live(engine, queries, show_progress)
         live_routed.router_ms = live_routed.router_ms or routed.router_ms
@@ -253,7 +253,7 @@ def bench(
         0.0,
         percentile(routed.router_ms, 0.95),
         percentile(routed.end_to_end_ms, 0.95),
-        collection_accuracy(engine, queries),
+        collection_accuracy(engine, queries, [s.name for s in workload.sets]),
         [(q.set, routed.choices[q.id], oracle_labels[q.id]) for q in queries],
         [routed.retries.get(q.id, 0) for q in queries],
     )
@@ -263,6 +263,7 @@ def bench(
         "queries": len(queries),
         "auto_mode": "live" if live else "table",
         "outcomes_s": round(t_outcomes, 1),
+        "feature_pass_p95_ms": round(percentile(list(times.total_ms.values()), 0.95), 2),
         "total_s": round(time.perf_counter() - t_start, 1),
         "averages": {k: round(v, 4) for k, v in avg.items()},
         "best_single": single,
@@ -279,14 +280,15 @@ def run_bench_mixed(
     train_limit: int | None = None,
     profile: str | Path | None = None,
     pipelines: Sequence[Pipeline] | None = None,
-    live: bool | None = None,
+    live: bool = False,
     show_progress: bool = False,
     prepare_store: bool = True,
 ) -> BenchResult:
     """The whole benchmark on ``store``: prepare what is missing, train the router and its controls on
     the training split (outcomes cached), score everything on the test split. ``profile``: score this
     trained router instead of the one fitted here (the controls are still fitted here). ``live``: auto
-    through ``Collection.retrieve(strategy="auto")`` (default: when the router is installed).
+    through ``Collection.retrieve(strategy="auto")`` (the router merged), else the fitted model chooses
+    and the outcome table scores its choice.
     ``prepare_store=False`` reads the store as it is (a pipeline whose structure is missing is left out)."""
     from waypost.evaluation.mixed import prepare
     from waypost.route.train import default_pool, leave_one_out, router_features, shuffled_control, train
@@ -301,18 +303,8 @@ def run_bench_mixed(
         model = GainModel.load(profile) if profile is not None else trained.model
         controls = {"shuffled-labels": shuffled_control(trained)}
         held = {s.name: leave_one_out(trained, s.name) for s in workload.sets if len(workload.sets) > 1}
-        if live is None:
-            live = _auto_installed()
         result = bench(engine, workload, model, feature_fn, controls, held, limit, live, show_progress)
         result.info["train_seconds"] = trained.seconds
         return result
     finally:
         engine.close()
-
-
-def _auto_installed() -> bool:
-    try:
-        import waypost.route.router  # noqa: F401
-    except ImportError:
-        return False
-    return True
