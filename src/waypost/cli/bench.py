@@ -62,6 +62,7 @@ def bench_mixed(
     profile: Annotated[
         Path | None, typer.Option(help="Score this router profile (default: the one fitted on the train split).")
     ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the router fitted here (JSON).")] = None,
     pipelines: PipelinesOpt = [],  # noqa: B006
     only: Annotated[list[str], typer.Option("--set", help="Only these of the six sets (repeat).")] = [],  # noqa: B006
     no_prepare: Annotated[
@@ -93,6 +94,7 @@ def bench_mixed(
         live=live,
         show_progress=not as_json,
         prepare_store=not no_prepare,
+        save_profile=out,
     )
     if report is not None:
         from waypost.evaluation.mixed_report import write_report

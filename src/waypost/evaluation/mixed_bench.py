@@ -283,13 +283,15 @@ def run_bench_mixed(
     live: bool = False,
     show_progress: bool = False,
     prepare_store: bool = True,
+    save_profile: str | Path | None = None,
 ) -> BenchResult:
     """The whole benchmark on ``store``: prepare what is missing, train the router and its controls on
     the training split (outcomes cached), score everything on the test split. ``profile``: score this
     trained router instead of the one fitted here (the controls are still fitted here). ``live``: auto
     through ``Collection.retrieve(strategy="auto")`` (the router merged), else the fitted model chooses
     and the outcome table scores its choice.
-    ``prepare_store=False`` reads the store as it is (a pipeline whose structure is missing is left out)."""
+    ``save_profile``: where to write the router fitted here. ``prepare_store=False`` reads the store as
+    it is (a pipeline whose structure is missing is left out)."""
     from waypost.evaluation.mixed import prepare
     from waypost.route.train import default_pool, leave_one_out, router_features, shuffled_control, train
 
@@ -301,6 +303,8 @@ def run_bench_mixed(
     try:
         trained = train(engine, workload, pool, feature_fn, names, train_limit, show_progress)
         model = GainModel.load(profile) if profile is not None else trained.model
+        if save_profile is not None:
+            trained.model.to_json(save_profile)
         controls = {"shuffled-labels": shuffled_control(trained)}
         held = {s.name: leave_one_out(trained, s.name) for s in workload.sets if len(workload.sets) > 1}
         result = bench(engine, workload, model, feature_fn, controls, held, limit, live, show_progress)
