@@ -18,8 +18,8 @@ from waypost.embeddings.factory import share_embedder, unshare_embedder
 from waypost.errors import WaypostError
 from waypost.route.base import Pipeline
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
-from waypost.route.model import GainModel
-from waypost.route.train import DEFAULT_PROFILE, pipeline_cost, train_command
+from waypost.route.model import DEFAULT_PROFILE, GainModel
+from waypost.route.train import pipeline_cost, train_command
 
 HYBRID, BM25, DENSE = Pipeline.of("hybrid"), Pipeline.of("bm25"), Pipeline.of("dense")
 COSTS = {p.label: pipeline_cost(p) for p in (HYBRID, BM25, DENSE)}

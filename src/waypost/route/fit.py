@@ -74,8 +74,7 @@ def fit_gain_model(
     if default not in rows.pipelines:
         raise WaypostError(f"the default pipeline {default.label} has no outcomes in the training rows")
     n = len(rows.groups)
-    if n < 2 * folds:
-        folds = max(2, n // 2)
+    folds = max(2, min(folds, n // 10))  # a fold holds ten queries at least
     if n < 4:
         raise WaypostError(f"too few training queries to fit a router ({n})")
     d = rows.pipelines.index(default)
