@@ -103,11 +103,16 @@ class OutcomeCache:
         if path.exists():
             with path.open(encoding="utf-8") as fh:
                 for line in fh:
-                    if line.strip():
+                    if not line.strip():
+                        continue
+                    try:
                         raw = json.loads(line)
-                        raw["hits"] = [tuple(h) for h in raw.get("hits", [])]
-                        outcome = Outcome(**raw)
-                        self.rows[outcome.key()] = outcome
+                    except json.JSONDecodeError:  # a line cut short by an interrupted run: computed again
+                        log.warning("skipping an unreadable outcome row in %s", path)
+                        continue
+                    raw["hits"] = [tuple(h) for h in raw.get("hits", [])]
+                    outcome = Outcome(**raw)
+                    self.rows[outcome.key()] = outcome
 
     @classmethod
     def under(cls, store: Path) -> OutcomeCache:
