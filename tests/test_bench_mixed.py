@@ -19,7 +19,7 @@ from waypost.evaluation.mixed_bench import (
     oracle_values,
     value_of,
 )
-from waypost.evaluation.outcomes import Outcome, outcome_table
+from waypost.evaluation.outcomes import Outcome, OutcomeCache, outcome_table
 from waypost.route.base import Pipeline
 
 VALUES = {  # query -> (set, hybrid, bm25, dense)
@@ -120,3 +120,15 @@ def test_bench_mixed_json_on_two_invented_sets(tmp_path: Path, cli: Cli) -> None
     assert 0.0 <= out["strategy_accuracy"] <= 1.0 and out["router_p95_ms"] > 0
     for name in ("index.html", "sets.png", "choices.png", "confusion.png", "retries.png"):
         assert (tmp_path / "report" / name).stat().st_size > 0
+
+
+def test_the_outcome_cache_survives_a_line_cut_short(tmp_path: Path) -> None:
+    cache = OutcomeCache(tmp_path / "outcomes.jsonl")
+    done = Outcome("A/q1", "A", "A", "bm25", 0.5, 3.0, 7, [("d1", 0, 10, 5)])
+    cache.add([done])
+    with (tmp_path / "outcomes.jsonl").open("a") as fh:
+        fh.write('{"query_id": "A/q2", "set": "A", "coll')  # the run was killed mid-write
+    again = OutcomeCache(tmp_path / "outcomes.jsonl")
+    assert again.get("bm25", "A/q1", 7) == done
+    assert again.get("bm25", "A/q1", 8) is None  # another generation of the collection: computed again
+    assert len(again.rows) == 1
