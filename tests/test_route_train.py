@@ -18,7 +18,7 @@ from waypost.embeddings.factory import share_embedder, unshare_embedder
 from waypost.errors import WaypostError
 from waypost.route.base import Pipeline
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
-from waypost.route.model import DEFAULT_PROFILE, GainModel
+from waypost.route.model import DEFAULT_PROFILE, GainModel, default_model
 from waypost.route.train import pipeline_cost, train_command
 
 HYBRID, BM25, DENSE = Pipeline.of("hybrid"), Pipeline.of("bm25"), Pipeline.of("dense")
@@ -108,9 +108,8 @@ def test_router_train_on_two_invented_sets(tmp_path: Path, shared: Embedder) -> 
 
 
 def test_the_shipped_profile_loads() -> None:
-    if not DEFAULT_PROFILE.exists():
-        pytest.skip("no trained profile shipped yet")
-    model = GainModel.load(DEFAULT_PROFILE)
+    model = default_model()
+    assert model is not None, f"no profile shipped at {DEFAULT_PROFILE}"
     assert model.default == HYBRID and len(model.pipelines) >= 4
     gains = model.predict({})
     assert set(gains) == {p.label for p in model.pipelines} and 0.0 <= model.confidence(gains) <= 1.0

@@ -2,8 +2,8 @@
 set's metric over the default pipeline (hybrid). A multi-output random forest fitted with scikit-learn,
 exported by hand to JSON as flat tree arrays (no pickle) and evaluated in pure numpy (all trees walked at
 once, well under a millisecond). Confidence is the predicted margin of the best pipeline over the
-runner-up, mapped by an isotonic fit on out-of-fold training predictions to the probability that the
-choice is oracle-correct (ties count as correct)."""
+default (over the runner-up when the default is best), mapped by an isotonic fit on out-of-fold
+training predictions to the probability that the choice is oracle-correct (ties count as correct)."""
 
 from __future__ import annotations
 
@@ -148,10 +148,15 @@ class GainModel:
         return sorted(items, key=key)
 
     def margin(self, gains: Mapping[str, float], allowed: set[str] | None = None) -> float:
+        """How far the choice is predicted ahead: of the default when it picks another pipeline (what the
+        low-confidence fallback gives up), of the runner-up when it picks the default."""
         ranked = self.ranking(gains, allowed)
         if len(ranked) < 2:
             return 1.0
-        return max(0.0, ranked[0][1] - max(g for _, g in ranked[1:]))
+        top_label, top = ranked[0]
+        if top_label != self.default.label and self.default.label in dict(ranked):
+            return max(0.0, top)
+        return max(0.0, top - max(g for _, g in ranked[1:]))
 
     def confidence(self, gains: Mapping[str, float], allowed: set[str] | None = None) -> float:
         xs, ys = self.calibration
