@@ -1,0 +1,134 @@
+"""``waypost bench mixed``: the oracle, best-fixed and gap arithmetic on a hand-made outcome table, the
+offline scoring of a fused pipeline, and the command end to end on two tiny invented sets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli_runner import Cli
+from tests.mixed_sets import write_sets
+from waypost.evaluation.mixed import RECALL5, MixedQuery, Workload, default_workload
+from waypost.evaluation.mixed_bench import (
+    BenchResult,
+    best_single,
+    gap_closed,
+    mean_by_set,
+    oracle_values,
+    value_of,
+)
+from waypost.evaluation.outcomes import Outcome, OutcomeCache, outcome_table
+from waypost.route.base import Pipeline
+
+VALUES = {  # query -> (set, hybrid, bm25, dense)
+    "A/q1": ("A", 0.5, 0.8, 0.2),
+    "A/q2": ("A", 0.6, 0.4, 0.6),
+    "B/q3": ("B", 0.3, 0.1, 0.9),
+    "B/q4": ("B", 0.5, 0.5, 0.7),
+}
+LABELS = ("hybrid", "bm25", "dense")
+
+
+def query(qid: str, s: str) -> MixedQuery:
+    return MixedQuery(qid, s, s, "text", RECALL5, {"d1": 1, "d2": 1})
+
+
+def hand_table() -> tuple[list[MixedQuery], list[Outcome]]:
+    queries = [query(qid, row[0]) for qid, row in VALUES.items()]
+    outcomes = [
+        Outcome(qid, row[0], row[0], label, value, 1.0, 1)
+        for qid, row in VALUES.items()
+        for label, value in zip(LABELS, row[1:], strict=True)
+    ]
+    return queries, outcomes
+
+
+def test_oracle_best_fixed_and_gap_arithmetic() -> None:
+    queries, outcomes = hand_table()
+    table = outcome_table(outcomes)
+    fixed: dict[str, dict[str, float]] = {"A": {}, "B": {}}
+    for label in LABELS:
+        for s, v in mean_by_set(queries, {qid: row[label].value for qid, row in table.items()}).items():
+            fixed[s][label] = v
+    assert fixed["A"] == pytest.approx({"hybrid": 0.55, "bm25": 0.6, "dense": 0.4})
+    assert fixed["B"] == pytest.approx({"hybrid": 0.4, "bm25": 0.3, "dense": 0.8})
+    oracle = mean_by_set(queries, oracle_values(table))
+    assert oracle == pytest.approx({"A": 0.7, "B": 0.8})
+    assert best_single(fixed, ["A", "B"]) == "dense"  # 0.6 on average, against hybrid 0.475 and bm25 0.45
+    assert gap_closed(0.7, 0.6, 0.75) == pytest.approx(2 / 3)
+    assert gap_closed(0.6, 0.6, 0.6) == 0.0  # no headroom: nothing to close
+    auto = {"A": 0.65, "B": 0.75}
+    result = BenchResult(
+        ["A", "B"], {"A": RECALL5, "B": RECALL5}, fixed, oracle, auto, {}, "dense", 0.5, 0.0, 1.0, 2.0, None
+    )
+    assert result.averages()["best_single"] == pytest.approx(0.6)
+    out = result.to_json()
+    assert out["datasets"]["A"]["best_fixed_pipeline"] == "bm25" and out["datasets"]["B"]["best_fixed"] == 0.8
+    assert out["datasets"]["A"]["oracle"] == 0.7 and out["datasets"]["B"]["auto"] == 0.75
+
+
+def test_a_fused_choice_is_scored_from_the_stored_hits() -> None:
+    q = query("A/q1", "A")
+    row = {
+        "bm25": Outcome(q.id, "A", "A", "bm25", 0.5, 1.0, 1, [("d1", 0, 10, 5), ("x", 0, 10, 5)]),
+        "dense": Outcome(q.id, "A", "A", "dense", 0.5, 1.0, 1, [("d2", 0, 10, 5), ("y", 0, 10, 5)]),
+    }
+    fused = Pipeline.fusion([Pipeline.of("bm25"), Pipeline.of("dense")])
+    assert value_of(q, row, fused) == 1.0  # each finds one of the two gold documents; the fusion both
+    assert value_of(q, row, Pipeline.of("bm25")) == 0.5
+
+
+def test_the_mixed_workload_interleaves_six_sets_and_scopes_qmsum() -> None:
+    data = Path("../shared/data")
+    if not (data / "qmsum").exists():
+        pytest.skip("the shared data sets are not next to this checkout")
+    workload: Workload = default_workload(data)
+    test = workload.queries("test", limit=20)
+    assert {q.set for q in test} == {s.name for s in workload.sets} and len(workload.sets) == 6
+    assert [q.set for q in test[:12]] != sorted(q.set for q in test[:12])  # interleaved
+    assert all(q.filters is not None for q in test if q.set == "qmsum")
+    assert all(q.filters is None for q in test if q.set != "qmsum")
+    train_ids = {q.id for q in workload.queries("train")}
+    assert not train_ids & {q.id for q in workload.queries("test")}
+    assert sum(q.set == "scifact" for q in workload.queries("train")) == 300
+
+
+def test_bench_mixed_json_on_two_invented_sets(tmp_path: Path, cli: Cli) -> None:
+    sets = write_sets(tmp_path / "data")
+    args = ["bench", "mixed", "--store", tmp_path / "store", "--pipelines", "bm25", "--pipelines", "dense"]
+    for s in sets:
+        args += ["--dataset", s]
+    res = cli(*args, "--json", "--report", tmp_path / "report")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert set(out) == {
+        "collection_accuracy",
+        "strategy_accuracy",
+        "oracle_gap_closed",
+        "router_p95_ms",
+        "auto_p95_ms",
+        "datasets",
+    }
+    assert set(out["datasets"]) == {"islands", "recipes"}
+    for row in out["datasets"].values():
+        assert set(row) == {"metric", "auto", "best_fixed", "best_fixed_pipeline", "oracle", "fixed"}
+        assert set(row["fixed"]) == {"hybrid", "bm25", "dense"}
+        assert row["oracle"] >= row["best_fixed"] >= min(row["fixed"].values())
+        assert row["oracle"] >= row["auto"]
+    assert 0.0 <= out["strategy_accuracy"] <= 1.0 and out["router_p95_ms"] > 0
+    for name in ("index.html", "sets.png", "choices.png", "confusion.png", "retries.png"):
+        assert (tmp_path / "report" / name).stat().st_size > 0
+
+
+def test_the_outcome_cache_survives_a_line_cut_short(tmp_path: Path) -> None:
+    cache = OutcomeCache(tmp_path / "outcomes.jsonl")
+    done = Outcome("A/q1", "A", "A", "bm25", 0.5, 3.0, 7, [("d1", 0, 10, 5)])
+    cache.add([done])
+    with (tmp_path / "outcomes.jsonl").open("a") as fh:
+        fh.write('{"query_id": "A/q2", "set": "A", "coll')  # the run was killed mid-write
+    again = OutcomeCache(tmp_path / "outcomes.jsonl")
+    assert again.get("bm25", "A/q1", 7) == done
+    assert again.get("bm25", "A/q1", 8) is None  # another generation of the collection: computed again
+    assert len(again.rows) == 1

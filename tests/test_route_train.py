@@ -1,0 +1,115 @@
+"""The learned gain model: fit on synthetic rows (it must learn a pattern), JSON round trip with identical
+predictions, calibrated confidence, and ``router train`` end to end on two tiny invented sets."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.mixed_sets import write_sets
+from waypost.base import Embedder
+from waypost.embeddings.factory import share_embedder, unshare_embedder
+from waypost.errors import WaypostError
+from waypost.route.base import Pipeline
+from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
+from waypost.route.model import DEFAULT_PROFILE, GainModel, default_model
+from waypost.route.train import pipeline_cost, train_command
+
+HYBRID, BM25, DENSE = Pipeline.of("hybrid"), Pipeline.of("bm25"), Pipeline.of("dense")
+COSTS = {p.label: pipeline_cost(p) for p in (HYBRID, BM25, DENSE)}
+
+
+def synthetic_rows(n: int = 240, seed: int = 3) -> TrainingRows:
+    """Feature ``kind`` decides the winner: bm25 where it is 0, dense where 1, hybrid where 2."""
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 3, n)
+    x = np.column_stack([kind, rng.normal(size=n), rng.normal(size=n)])
+    base = rng.uniform(0.3, 0.6, n)
+    values = np.column_stack(
+        [base, base + np.where(kind == 0, 0.25, -0.15), base + np.where(kind == 1, 0.2, -0.2)]
+    ) + rng.normal(0, 0.02, (n, 3))
+    groups = [f"set{k}" for k in kind]
+    ids = [str(i) for i in range(n)]
+    return TrainingRows(["kind", "noise1", "noise2"], x, [HYBRID, BM25, DENSE], values, groups, ids)
+
+
+def test_gain_model_learns_which_pipeline_wins_and_survives_json(tmp_path: Path) -> None:
+    model = fit_gain_model(synthetic_rows(), HYBRID, COSTS)
+    pool = [HYBRID, BM25, DENSE]
+    picks = {k: model.choose({"kind": k, "noise1": 0.0, "noise2": 0.0}, pool).pipeline for k in (0, 1, 2)}
+    assert picks == {0: BM25, 1: DENSE, 2: HYBRID}
+    assert model.info["oof_accuracy"] > 0.8
+    assert model.info["oof_score"] > model.info["oof_default_score"] + 0.05
+    _, ys = model.calibration
+    assert all(b >= a for a, b in itertools.pairwise(ys)) and 0.0 <= ys[0] <= ys[-1] <= 1.0
+    assert model.low_confidence in ("default", "fuse")
+
+    path = tmp_path / "profile.json"
+    model.to_json(path)
+    loaded = GainModel.load(path)
+    assert loaded.to_dict() == json.loads(path.read_text())
+    rng = np.random.default_rng(9)
+    for row in rng.normal(size=(25, 3)):
+        feats = dict(zip(model.feature_names, row.tolist(), strict=True))
+        assert loaded.predict(feats) == model.predict(feats)
+        assert loaded.confidence(loaded.predict(feats)) == model.confidence(model.predict(feats))
+    t0 = time.perf_counter()
+    for _ in range(200):
+        loaded.predict({"kind": 1.0})
+    assert (time.perf_counter() - t0) / 200 < 0.002  # well under a millisecond on an idle core
+
+
+def test_shuffled_labels_lose_the_signal() -> None:
+    rows = synthetic_rows()
+    control, perm = shuffled(rows)
+    assert sorted(perm) == list(range(len(rows.groups))) and perm != list(range(len(rows.groups)))
+    model = fit_gain_model(control, HYBRID, COSTS)
+    assert model.info["oof_accuracy"] < fit_gain_model(rows, HYBRID, COSTS).info["oof_accuracy"] - 0.3
+
+
+def test_a_profile_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else"}')
+    with pytest.raises(WaypostError, match="not a waypost router profile"):
+        GainModel.load(bad)
+    with pytest.raises(WaypostError, match="cannot read"):
+        GainModel.load(tmp_path / "missing.json")
+
+
+@pytest.fixture
+def shared(minilm: Embedder) -> Iterator[Embedder]:
+    share_embedder(minilm)
+    yield minilm
+    unshare_embedder(minilm.model_id)
+
+
+def test_router_train_on_two_invented_sets(tmp_path: Path, shared: Embedder) -> None:
+    sets = write_sets(tmp_path / "data")
+    out = tmp_path / "profile.json"
+    summary = train_command(sets, tmp_path / "store", out, pipelines=["bm25", "dense"])
+    assert summary["sets"] == ["islands", "recipes"] and summary["queries"] >= 6
+    model = GainModel.load(out)
+    assert [p.label for p in model.pipelines] == ["hybrid", "bm25", "dense"]
+    assert set(model.feature_names) and "graph_loaded" not in model.feature_names
+    feats = {name: 0.5 for name in model.feature_names}
+    assert set(model.predict(feats)) == {"hybrid", "bm25", "dense"}
+    # the outcomes are cached: a second run computes none and fits the same model
+    again = tmp_path / "again.json"
+    assert train_command(sets, tmp_path / "store", again, pipelines=["bm25", "dense"])["queries"] == summary["queries"]
+    assert GainModel.load(again).predict(feats) == model.predict(feats)
+    rows = (tmp_path / "store" / "outcomes" / "outcomes.jsonl").read_text().splitlines()
+    assert len(rows) == 3 * summary["queries"]
+
+
+def test_the_shipped_profile_loads() -> None:
+    model = default_model()
+    assert model is not None, f"no profile shipped at {DEFAULT_PROFILE}"
+    assert model.default == HYBRID and len(model.pipelines) >= 4
+    gains = model.predict({})
+    assert set(gains) == {p.label for p in model.pipelines} and 0.0 <= model.confidence(gains) <= 1.0
