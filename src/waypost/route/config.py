@@ -23,6 +23,9 @@ class RouterConfig:
     corrective: bool = True  # grade each result and retry a poor one (route/corrective.py)
     corrective_profile: Path | None = None  # the quality model's JSON; None: the one shipped
     max_retries: int = 2
+    # grade and retry only choices the selector is less sure of: a confident metadata pick returns few, filtered
+    # hits, which the quality grade reads as poor (seen in development on netflix: retries replaced right answers)
+    correct_below: float = 0.8
 
     def check(self) -> None:
         if self.selector not in SELECTORS:

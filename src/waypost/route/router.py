@@ -244,7 +244,7 @@ class Router:
         t3 = time.perf_counter()
         stage.retrieve = (t3 - t2) * 1000
         attempts: list[Attempt] = []
-        if self.corrector is not None:
+        if self.corrector is not None and choice.confidence < config.correct_below:
             result, attempts = self.corrector.correct(
                 query, result, choice, execute, k, filters, extracted=found.extracted, ctx=ctx
             )
