@@ -222,3 +222,19 @@ def describe(workload: Workload) -> str:
 def default_store() -> Path:
     """Where ``waypost bench mixed`` keeps its store."""
     return Path.home() / ".cache" / "waypost" / "mixed" / "store"
+
+
+def mixed_pool() -> list[Pipeline]:
+    """The pool ``bench mixed`` trains and scores (``--pipelines`` changes it): the strategies that win on
+    some set of this workload, kept to eight so a full pass fits on 2 cores. ``waypost router train``
+    without ``--pipelines`` takes every registered strategy instead (``route.candidates.default_pool``)."""
+    return [
+        Pipeline.of("hybrid"),
+        Pipeline.of("bm25"),
+        Pipeline.of("dense"),
+        Pipeline.of("metadata"),
+        Pipeline.of("hybrid", passages={}),
+        Pipeline.of("raptor-collapsed"),
+        Pipeline.of("hipporag"),
+        Pipeline.of("graph-local"),
+    ]

@@ -148,17 +148,25 @@ def route_with(
     return out
 
 
-def route_live(engine: Engine, queries: Sequence[MixedQuery], show_progress: bool = False) -> Routed:
-    """``Collection.retrieve(strategy="auto")`` on each query, end to end (the router merged)."""
+def route_live(
+    engine: Engine, queries: Sequence[MixedQuery], model: GainModel | None = None, show_progress: bool = False
+) -> Routed:
+    """``Engine.search(query, strategy="auto")`` on each query, end to end: the collection is chosen, not
+    given; then the router (with ``model`` as its learned selector), the planner and the corrective loop."""
     from waypost.evaluation.mixed import EVIDENCE1000
     from waypost.evaluation.outcomes import DOC_DEPTH, SPAN_K
+    from waypost.route.router import Router
+    from waypost.route.selectors.learned import LearnedSelector
 
+    if model is not None:
+        router = Router.from_engine(engine)
+        router.use_selector(LearnedSelector(model))
+        engine.use_router(router)
     out = Routed()
     for q in track(list(queries), show_progress, "auto queries"):
-        col = engine.collection(q.collection)
         k = SPAN_K if q.metric == EVIDENCE1000 else DOC_DEPTH * 3
         t0 = time.perf_counter()
-        result = col.retrieve(q.text, "auto", k, filters=q.filters)
+        result = engine.search(q.text, k, strategy="auto", filters=q.filters)
         out.end_to_end_ms.append((time.perf_counter() - t0) * 1000.0)
         hits = [(h.chunk.document_id, h.chunk.start, h.chunk.end, max(1, h.chunk.token_count)) for h in result.hits]
         route: Mapping[str, Any] = getattr(result.explanation, "route", None) or {}
@@ -210,8 +218,9 @@ def bench(
     features, times = compute_features(engine, queries, feature_fn, show_progress)
     routed = route_with(model, queries, table, features, times.overhead_ms)
     if live:
-        live_routed = route_live(engine, queries, show_progress)
+        live_routed = route_live(engine, queries, model, show_progress)
         live_routed.router_ms = live_routed.router_ms or routed.router_ms
+        routing_only = mean_by_set(queries, routed.values)  # the same model's choices, scored from the table
         routed = live_routed
     sets = [s.name for s in workload.sets if any(q.set == s.name for q in queries)]
     fixed: dict[str, dict[str, float]] = {s: {} for s in sets}
@@ -222,6 +231,8 @@ def bench(
             fixed[s][p.label] = v
     oracle = oracle_values(table)
     control_scores: dict[str, dict[str, float]] = {"always-hybrid": {s: fixed[s][DEFAULT.label] for s in sets}}
+    if live:
+        control_scores["auto, routing only (no planner or corrective loop)"] = routing_only
     for name, other in (controls or {}).items():
         control_scores[name] = mean_by_set(queries, route_with(other, queries, table, features).values)
     if held_out:
@@ -292,10 +303,10 @@ def run_bench_mixed(
     and the outcome table scores its choice.
     ``save_profile``: where to write the router fitted here. ``prepare_store=False`` reads the store as
     it is (a pipeline whose structure is missing is left out)."""
-    from waypost.evaluation.mixed import prepare
-    from waypost.route.train import default_pool, leave_one_out, router_features, shuffled_control, train
+    from waypost.evaluation.mixed import mixed_pool, prepare
+    from waypost.route.train import leave_one_out, router_features, shuffled_control, train
 
-    pool = list(pipelines or default_pool())
+    pool = list(pipelines or mixed_pool())
     if prepare_store:
         prepare(store, workload, pipelines=pool, show_progress=show_progress)
     feature_fn, names = router_features()

@@ -155,6 +155,11 @@ class Router:
             telemetry=engine.telemetry,
         )
 
+    def use_selector(self, selector: PipelineSelector) -> None:
+        """Route every collection with ``selector`` from now on (a benchmark's freshly trained profile)."""
+        with self._lock:
+            self._selector = selector
+
     def selector(self, collection: Collection) -> PipelineSelector:
         """The given selector, else ``selector_for(collection)``, else the one the config names (made on
         first use; an embedding selector once per embedder)."""
@@ -190,7 +195,12 @@ class Router:
             result.hits = result.hits[:k]
             return result
         started = time.perf_counter()
-        key = self.cache_key(collection, query, "auto", k, filters) if self.cache and self.cache_key else None
+        variant = "auto"  # what the caller set beyond the query goes into the key
+        if passages is not None or rerank is not None or fusion is not None:
+            variant = f"auto|passages={passages!r}|rerank={rerank}|fusion={fusion!r}"
+        key = None
+        if self.cache is not None and self.cache_key is not None:
+            key = self.cache_key(collection, query, variant, k, filters)
         if self.cache is not None and key is not None:
             cached = self.cache.get(key)
             if cached is not None:
@@ -200,7 +210,7 @@ class Router:
                 self._record(collection.name, route, (time.perf_counter() - started) * 1000, len(query))
                 return cached
         plan = self.planner.plan(query) if self.planner is not None else None
-        if plan is not None and plan.sub_queries:
+        if plan is not None and (plan.sub_queries or plan.must_include or plan.must_exclude):
             result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
             self._finish(collection, key, result, started, len(query))
             return result
@@ -266,8 +276,10 @@ class Router:
         """Each query of the plan routed on its own; fused (by the planner's runner when given)."""
         routes: list[dict[str, Any]] = []
 
+        depth = k * 3 if plan.must_include or plan.must_exclude else k  # text post-filters drop some hits
+
         def run(text: str) -> RetrievalResult:
-            one = self.route_one(collection, text, k, filters, fusion, passages, rerank)
+            one = self.route_one(collection, text, depth, filters, fusion, passages, rerank)
             routes.append({"query": text, **(one.explanation.route or {})})
             return one
 

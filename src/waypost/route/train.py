@@ -19,43 +19,14 @@ from waypost.errors import WaypostError
 from waypost.evaluation.mixed import MixedQuery, Workload
 from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
-from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import Features, Pipeline
+from waypost.route.candidates import default_pool, pipeline_cost
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
 from waypost.route.model import GainModel
 
 log = logging.getLogger("waypost.route.train")
 
 DEFAULT = Pipeline.of("hybrid")
-PASSAGES_COST = 0.5  # a passages policy adds about half of hybrid's latency
-RERANK_COST = 2.0
-
-
-def default_pool() -> list[Pipeline]:
-    """The pool the shipped profile is trained on: the strategies that win on some set of the mixed
-    workload (hybrid, bm25, dense, metadata, hybrid with passages, raptor-collapsed, hipporag, graph-local)."""
-    return [
-        DEFAULT,
-        Pipeline.of("bm25"),
-        Pipeline.of("dense"),
-        Pipeline.of("metadata"),
-        Pipeline.of("hybrid", passages={}),
-        Pipeline.of("raptor-collapsed"),
-        Pipeline.of("hipporag"),
-        Pipeline.of("graph-local"),
-    ]
-
-
-def pipeline_cost(pipeline: Pipeline) -> float:
-    """The latency class of a pipeline, from the registry (relative to hybrid)."""
-    if pipeline.fuse:
-        return sum(pipeline_cost(p) for p in pipeline.fuse)
-    cost = strategy_spec(pipeline.strategy).cost
-    if pipeline.passages is not None:
-        cost += PASSAGES_COST
-    if pipeline.rerank:
-        cost += RERANK_COST
-    return cost
 
 
 def parse_pool(specs: Sequence[str]) -> list[Pipeline]:
@@ -74,7 +45,7 @@ def router_features() -> tuple[FeatureFn, list[str]]:
     try:
         from waypost.route.features import FEATURE_NAMES, extract_features
     except ImportError as exc:  # the router's module is not there
-        raise WaypostError(f"the router's feature pass is missing ({exc}); merge route/features.py") from None
+        raise WaypostError(f"the router's feature pass is missing ({exc}); reinstall waypost") from None
 
     def compute(engine: Engine, query: MixedQuery) -> tuple[Features, float]:
         col = engine.collection(query.collection)
