@@ -153,6 +153,14 @@ def test_strict_and_inclusive_bounds(movie_extractor: FilterExtractor) -> None:
     assert found(movie_extractor, "runtime of 120 minutes or less") == {("runtime_minutes", "lte", 120)}
 
 
+def test_comparison_symbols(movie_extractor: FilterExtractor) -> None:
+    # found by review: a word boundary before ">" never matched after a space, so "year < 1990" read as year = 1990
+    assert found(movie_extractor, "films with year < 1990") == {("year", "lt", 1990)}
+    assert found(movie_extractor, "imdb rating >= 8") == {("imdb_rating", "gte", 8)}
+    assert found(movie_extractor, "metascore > 75") == {("meta_score", "gt", 75)}
+    assert found(movie_extractor, "runtime <= 100 minutes") == {("runtime_minutes", "lte", 100)}
+
+
 def test_relative_years_follow_the_clock() -> None:
     extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY.replace(year=2030))
     assert found(extractor, "films from the last 5 years") == {("year", "gte", 2025)}

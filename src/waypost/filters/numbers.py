@@ -35,11 +35,11 @@ _PREFIXES: list[tuple[str, Op | str]] = [
     (rf"\bno(?:t)?\s+({_CMP})\s+than", "not"),
     (rf"\b({_CMP})\s+than", "cmp"),
     (r"\b(?:at\s+least|no\s+less\s+than|not\s+less\s+than|a\s+minimum\s+of|minimum\s+of|minimum|min\.?|"
-     r"starting\s+(?:at|from|in)|as\s+of|>=|≥)", Op.GTE),
-    (r"\b(?:at\s+most|up\s+to|a\s+maximum\s+of|maximum\s+of|maximum|max\.?|within|<=|≤)", Op.LTE),
+     r"starting\s+(?:at|from|in)|as\s+of)|>=|≥|=>", Op.GTE),
+    (r"\b(?:at\s+most|up\s+to|a\s+maximum\s+of|maximum\s+of|maximum|max\.?|within)|<=|≤|=<", Op.LTE),
     (r"\b(?:until|till|through|thru)", Op.LTE),
-    (r"\b(?:over|above|exceeding|beyond|after|>)", Op.GT),
-    (r"\b(?:under|below|before|prior\s+to|<)", Op.LT),
+    (r"\b(?:over|above|exceeding|beyond|after)|>", Op.GT),
+    (r"\b(?:under|below|before|prior\s+to)|<", Op.LT),
     (r"\bsince", Op.GTE),
     (r"\b(?:in|during|from|of|dated)", "year"),
 ]  # fmt: skip
