@@ -33,3 +33,32 @@ def test_query_auto_explain_and_replay(tmp_path: Path, minilm: Embedder, cli: Cl
     asked = cli("ask", "Where was Odile Brask born?", "--store", str(path), "-c", "c", "--json")
     assert asked.exit_code == 0, asked.stderr
     assert json.loads(asked.stdout)["answer"]
+
+
+def test_collection_auto_chooses_the_collection(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
+    from waypost.engine import Engine
+    from waypost.types import Document
+
+    path = tmp_path / "two"
+    with Engine(path) as engine:
+        engine.register_embedder(minilm)
+        engine.collection("recipes", create=True).add(
+            [
+                Document(f"r{i}", f"Simmer the {food} soup with garlic and onions for an hour.")
+                for i, food in enumerate(["lentil", "tomato", "pumpkin", "bean"])
+            ]
+        )
+        engine.collection("ships", create=True).add(
+            [
+                Document(f"s{i}", f"The {name} was a steel cargo ship launched at the harbour yard.")
+                for i, name in enumerate(["Aldra", "Vessa", "Korun", "Mirel"])
+            ]
+        )
+    out = cli("query", "which cargo ship was launched at the yard?", "--store", path, "-c", "auto", "--json")
+    assert out.exit_code == 0, out.stderr
+    payload = json.loads(out.stdout)
+    route = payload["explain"]["route"]
+    assert route["collections"]["collections"][0] == "ships"
+    assert payload["hits"] and all(h["document_id"].startswith("s") for h in payload["hits"])
+    refused = cli("query", "soup", "--store", path, "-c", "auto", "--passages", "grow")
+    assert refused.exit_code == 2 and "collection auto" in refused.stderr

@@ -40,6 +40,7 @@ from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
 from waypost.route.base import AUTO, Pipeline
+from waypost.route.config import RouterConfig
 from waypost.route.execute import run_pipeline
 from waypost.types import RetrievalResult
 from waypost.validation import query_text
@@ -88,6 +89,15 @@ def _print_route(route: dict[str, Any]) -> None:
     )
     console.print(f"[bold]pipeline[/] {route.get('pipeline_json')}", markup=False, highlight=False)
     console.print(f"[bold]reasoning[/] {route.get('reasoning')}")
+    chosen = route.get("collections")
+    if chosen:
+        console.print(
+            f"[bold]collections[/] {', '.join(chosen.get('collections', []))}   [bold]confidence[/] "
+            f"{chosen.get('confidence', 0.0):.2f}   [bold]by[/] {chosen.get('selector')}: {chosen.get('reasoning')}"
+        )
+    plan = route.get("plan")
+    if plan and (plan.get("sub_queries") or plan.get("must_include") or plan.get("must_exclude")):
+        console.print(f"[bold]plan[/] {json.dumps(plan, ensure_ascii=False)}", markup=False, highlight=False)
     stages = route.get("timings_ms") or {}
     console.print("[bold]routing[/] " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in stages.items()))
     if route.get("ranking"):
@@ -129,21 +139,32 @@ def query(
     passage_keep: PassageKeepOpt = PassageConfig.keep,
     passage_window: PassageWindowOpt = PassageConfig.window,
     rerank: RerankOpt = None,
+    router_profile: Annotated[
+        Path | None,
+        typer.Option("--router-profile", help="A router profile from `waypost router train` (default: shipped)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Retrieve the best chunks for a query."""
+    """Retrieve the best chunks for a query (`--collection auto`: the engine chooses the collections)."""
     config = EngineConfig(
         embed_model=model,
         fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
         llm=llm,
         llm_filters=llm_filters,
     )
+    if router_profile is not None:
+        config.router = RouterConfig(profile=router_profile)
     replay = _replayed(pipeline, strategy, param, passages, rerank)
     with Engine(_existing(store), config) as engine:
-        coll = engine.collection(collection)
-        if replay is not None:
+        if collection == AUTO and replay is None:  # stage 1: the engine chooses the collections
+            if param or passages is not None or rerank is not None:
+                _fail("--collection auto takes no --param, --passages or --rerank")
+            result = engine.search(text, k, strategy=strategy, filters=_filters(where, where_json))
+        elif replay is not None:
+            coll = engine.collection(collection)
             result = run_pipeline(coll, replay, query_text(text), k, _filters(where, where_json))
         else:
+            coll = engine.collection(collection)
             result = coll.retrieve(
                 text,
                 strategy,
