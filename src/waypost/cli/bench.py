@@ -69,8 +69,13 @@ def bench_mixed(
         bool, typer.Option("--no-prepare", help="Read the store as it is: ingest and build nothing.")
     ] = False,
     live: Annotated[
-        bool, typer.Option("--live", help='Run auto end to end through retrieve(strategy="auto").')
-    ] = False,
+        bool,
+        typer.Option(
+            "--live/--table",
+            help='auto end to end through search(strategy="auto"): the collection chosen, planner and corrective '
+            "loop on (default); --table scores the fitted model's choices from the outcome table instead.",
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the issue's figures as JSON.")] = False,
 ) -> None:
     """The mixed workload's test queries, interleaved, under auto routing against every fixed pipeline,

@@ -2,7 +2,7 @@
 
 Cheap by design (a few tenths of a millisecond beyond the hybrid pass that runs anyway): regular
 expressions over the query text, the BM25 index's statistics, the cached dense and lexical score
-vectors, the rule filter extractor, and the graph only when it is already loaded (never built here).
+vectors, the rule filter extractor, and the collection's saved graph (loaded once, never built here).
 Every name in ``FEATURE_NAMES`` is present and finite in every ``Features``; the names are stable
 (a trained profile refers to them)."""
 
@@ -64,7 +64,7 @@ FIRST_STAGE_FEATURES = (
     "bm25_top_norm",  # best BM25 over the sum of the query terms' IDF (comparable across collections)
     "agreement",  # overlap of the dense and BM25 top 10, in [0, 1]
     "doc_concentration",  # distinct documents in the top 10 over the hits (low: few documents dominate)
-    "graph_loaded",  # a knowledge graph is already in memory
+    "graph_loaded",  # the collection has a knowledge graph
     "graph_entities",  # query spans naming an entity of the loaded graph
 )
 COLLECTION_FEATURES = (
@@ -287,8 +287,13 @@ def _idf_sum(query: str, indexes: IndexSet) -> float:
 
 
 def _graph_entities(query: str, ctx: SearchContext) -> tuple[float, float]:
-    """Spans of one to three words naming an entity of the graph, only if it is already in memory."""
-    graph = ctx.graph.loaded() if ctx.graph is not None else None
+    """Spans of one to three words naming an entity of the collection's graph. A saved graph is loaded on
+    the first routed query (never built), so a fresh process reads the same features as a warm one."""
+    if ctx.graph is None:
+        return 0.0, 0.0
+    graph = ctx.graph.loaded()
+    if graph is None and ctx.graph.exists():
+        graph = ctx.graph.get(build=False)
     if graph is None:
         return 0.0, 0.0
     words = _WORD.findall(query)

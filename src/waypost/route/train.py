@@ -37,7 +37,7 @@ def parse_pool(specs: Sequence[str]) -> list[Pipeline]:
 
 # -- features -------------------------------------------------------------------------------------
 FeatureFn = Callable[[Engine, MixedQuery], tuple[Features, float]]  # features, ms of their hybrid first stage
-STATE_FEATURES = ("graph_loaded",)  # whether a graph happens to be in memory: the process's state, not the query
+STATE_FEATURES = ("graph_loaded",)  # whether the collection has a graph: a property of the collection, not the query
 
 
 def router_features() -> tuple[FeatureFn, list[str]]:
