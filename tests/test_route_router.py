@@ -56,8 +56,11 @@ def test_replaying_the_chosen_pipeline_gives_the_same_hits(engine: Engine) -> No
         assert routed.explanation.route is not None
         route = routed.explanation.route
         replay = run_pipeline(coll, Pipeline.from_json(route["pipeline_json"]), query, 5)
-        if "sub_routes" in route:  # the planner split it: several routed sub-queries, fused
-            assert len(route["sub_routes"]) >= 2 and route["plan"]["sub_queries"], query
+        if "sub_routes" in route:  # the planner split it or constrained it: each query of the plan routed
+            plan = route["plan"]
+            subs = plan.get("sub_queries", [])
+            assert len(route["sub_routes"]) == len(dict.fromkeys([query, *subs])), query
+            assert subs or plan.get("must_include") or plan.get("must_exclude"), query
         elif any(a["kept"] for a in route["attempts"]):  # the corrective loop kept a retry: the route says which
             assert any("corrective: kept" in note for note in routed.explanation.notes), query
         else:
@@ -153,19 +156,20 @@ class NextPipeline:
 class Always:
     name = "fixed"
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, pipeline: Pipeline, confidence: float = 0.9) -> None:
         self.pipeline = pipeline
+        self.confidence = confidence
 
     def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
         rest = [(p, 0.0) for p in candidates if p != self.pipeline]
-        return Choice(self.pipeline, 0.9, "fixed", self.name, [(self.pipeline, 1.0), *rest])
+        return Choice(self.pipeline, self.confidence, "fixed", self.name, [(self.pipeline, 1.0), *rest])
 
 
 def test_hooks_cache_telemetry_and_correction(engine: Engine) -> None:
     coll = engine.collection("c")
     sink, cache = Sink(), DictCache()
     router = Router(
-        Always(Pipeline.of("hybrid")),
+        Always(Pipeline.of("hybrid"), confidence=0.5),  # below correct_below: the corrective loop grades it
         corrector=NextPipeline(),
         cache=cache,
         cache_key=lambda c, q, p, k, f: (c.name, q, p, k, str(f)),
@@ -179,6 +183,9 @@ def test_hooks_cache_telemetry_and_correction(engine: Engine) -> None:
     assert not first.explanation.route["cache_hit"] and second.explanation.route["cache_hit"]
     assert [r.cache_hit for r in sink.records] == [False, True] and sink.records[0].retries == 1
     assert sink.records[0].pipeline == "hybrid" and "total" in sink.records[0].timings_ms
+    engine.use_router(Router(Always(Pipeline.of("hybrid"), confidence=0.9), corrector=NextPipeline()))
+    sure = coll.retrieve("barley soup", "auto", 3).explanation.route
+    assert sure is not None and sure["retries"] == 0  # a confident choice is not second-guessed
 
 
 def test_the_first_stage_is_reused_for_plain_hybrid(engine: Engine) -> None:
@@ -225,3 +232,18 @@ def test_a_plan_routes_each_sub_query_and_fuses(engine: Engine) -> None:
     assert {"brask", "vell"} <= {h.document_id for h in result.hits}
     single = coll.retrieve("Where was Odile Brask born?", "auto", 4).explanation.route
     assert single is not None and "sub_routes" not in single and not single.get("plan", {}).get("sub_queries")
+
+
+def test_a_new_selector_is_never_served_the_old_ones_cached_route(engine: Engine) -> None:
+    coll = engine.collection("c")
+    router = Router.from_engine(engine)
+    router.use_selector(Always(Pipeline.of("hybrid")))
+    engine.use_router(router)
+    first = coll.retrieve("Lunmark lighthouse", "auto", 4)
+    again = coll.retrieve("Lunmark lighthouse", "auto", 4)
+    assert again.explanation.route is not None and again.explanation.route["cache_hit"]
+    router.use_selector(Always(Pipeline.of("bm25")))
+    other = coll.retrieve("Lunmark lighthouse", "auto", 4)
+    assert other.explanation.route is not None and not other.explanation.route["cache_hit"]
+    assert other.explanation.route["label"] == "bm25" and first.explanation.route is not None
+    assert first.explanation.route["label"] == "hybrid"

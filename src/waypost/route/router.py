@@ -9,6 +9,7 @@ import importlib
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,7 @@ class Router:
         self._made: dict[str, PipelineSelector] = {}
         self.structures = StructureCache()
         self._lock = threading.Lock()
+        self._routing_id = uuid.uuid4().hex[:12]  # in cache keys: another router's results are not served
 
     @classmethod
     def from_engine(cls, engine: Engine) -> Router:
@@ -159,6 +161,7 @@ class Router:
         """Route every collection with ``selector`` from now on (a benchmark's freshly trained profile)."""
         with self._lock:
             self._selector = selector
+            self._routing_id = uuid.uuid4().hex[:12]
 
     def selector(self, collection: Collection) -> PipelineSelector:
         """The given selector, else ``selector_for(collection)``, else the one the config names (made on
@@ -195,9 +198,9 @@ class Router:
             result.hits = result.hits[:k]
             return result
         started = time.perf_counter()
-        variant = "auto"  # what the caller set beyond the query goes into the key
+        variant = f"auto@{self._routing_id}"  # this router and what the caller set beyond the query
         if passages is not None or rerank is not None or fusion is not None:
-            variant = f"auto|passages={passages!r}|rerank={rerank}|fusion={fusion!r}"
+            variant += f"|passages={passages!r}|rerank={rerank}|fusion={fusion!r}"
         key = None
         if self.cache is not None and self.cache_key is not None:
             key = self.cache_key(collection, query, variant, k, filters)
