@@ -75,6 +75,14 @@ def test_close_collections_are_fused_and_search_explains_the_choice(three: Engin
     assert {h.chunk.document_id for h in named.hits} <= {d.id for d in RECIPES}
 
 
+def test_a_collection_the_query_names_is_searched(three: Engine) -> None:
+    result = three.search("moons of planets in the Recipes collection", k=2, strategy="hybrid")
+    assert result.explanation.notes[0].startswith("collections recipes chosen by query")
+    assert {h.chunk.document_id for h in result.hits} <= {d.id for d in RECIPES}
+    unknown = three.search("moons of planets in the attic collection", k=2, strategy="hybrid")
+    assert "chosen by embedding" in unknown.explanation.notes[0]  # no such collection: the selector chooses
+
+
 def test_a_description_is_a_signal_and_profiles_follow_the_version(three: Engine) -> None:
     selector = EmbeddingCollectionSelector(three, weights={"description": 1.0})
     before = selector.signals("cooking", ["recipes"])["recipes"]["description"]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Filter, check_filter
+from waypost.route import plan_rules
 from waypost.route.base import CollectionChoice, CollectionSelector
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector
 from waypost.route.execute import fuse_results
@@ -51,6 +52,15 @@ def choice_note(choice: CollectionChoice) -> str:
     )
 
 
+def named_in_query(query: str, available: Sequence[str]) -> CollectionChoice | None:
+    """The collections the query names itself ("... in the papers collection"), where they exist."""
+    by_lower = {name.lower(): name for name in available}
+    named = [by_lower[n.lower()] for n in plan_rules.collections(query) if n.lower() in by_lower]
+    if not named:
+        return None
+    return CollectionChoice(named, 1.0, "the query names the collection", "query", {n: 1.0 for n in named})
+
+
 def search(
     engine: Engine,
     query: str,
@@ -73,7 +83,7 @@ def search(
         available = [info.name for info in engine.collections() if info.chunks > 0]
         if not available:
             raise WaypostError("there is no collection with documents to search: ingest some first")
-        choice = engine.collection_selector().select(query, available, filters)
+        choice = named_in_query(query, available) or engine.collection_selector().select(query, available, filters)
     routed_ms = (time.perf_counter() - started) * 1000
     results = [engine.collection(name).retrieve(query, strategy, k, filters=filters) for name in choice.collections]
     result = results[0] if len(results) == 1 else fuse_results(query, results, k)
@@ -90,4 +100,4 @@ def search(
     return result
 
 
-__all__ = ["SELECTORS", "choice_note", "make_collection_selector", "search"]
+__all__ = ["SELECTORS", "choice_note", "make_collection_selector", "named_in_query", "search"]
