@@ -62,3 +62,12 @@ def test_collection_auto_chooses_the_collection(tmp_path: Path, minilm: Embedder
     assert payload["hits"] and all(h["document_id"].startswith("s") for h in payload["hits"])
     refused = cli("query", "soup", "--store", path, "-c", "auto", "--passages", "grow")
     assert refused.exit_code == 2 and "collection auto" in refused.stderr
+    asked = cli("ask", "which cargo ship was launched at the yard?", "--store", path, "-c", "auto", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    answer = json.loads(asked.stdout)
+    assert answer["citations"] and all(c["document_id"].startswith("s") for c in answer["citations"])
+    heuristic = cli("query", "soup garlic", "--store", path, "-c", "recipes", "--router-selector", "heuristic", "--json")
+    assert heuristic.exit_code == 0, heuristic.stderr
+    assert json.loads(heuristic.stdout)["explain"]["route"]["selector"] == "heuristic"
+    wrong = cli("query", "soup", "--store", path, "-c", "recipes", "--router-selector", "psychic")
+    assert wrong.exit_code == 2 and "router selector must be one of" in wrong.stderr

@@ -143,6 +143,12 @@ def query(
         Path | None,
         typer.Option("--router-profile", help="A router profile from `waypost router train` (default: shipped)."),
     ] = None,
+    router_selector: Annotated[
+        str,
+        typer.Option(
+            "--router-selector", help="How auto chooses: learned (default), heuristic, embedding, llm, round-robin."
+        ),
+    ] = "learned",
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query (`--collection auto`: the engine chooses the collections)."""
@@ -152,8 +158,8 @@ def query(
         llm=llm,
         llm_filters=llm_filters,
     )
-    if router_profile is not None:
-        config.router = RouterConfig(profile=router_profile)
+    config.router = RouterConfig(selector=router_selector, profile=router_profile)
+    config.router.check()
     replay = _replayed(pipeline, strategy, param, passages, rerank)
     with Engine(_existing(store), config) as engine:
         if collection == AUTO and replay is None:  # stage 1: the engine chooses the collections
@@ -219,6 +225,13 @@ def ask(
     config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
     passage_config = _passages(passages, passage_tokens, PassageConfig.keep, PassageConfig.window)
     with Engine(_existing(store), config) as engine:
+        if collection == AUTO:  # stage 1: the answer comes from the collection the engine chooses
+            from waypost.route.search import choice_note, choose_collections
+
+            choice = choose_collections(engine, query_text(question))
+            collection = choice.collections[0]
+            if not as_json:
+                console.print(f"[dim]{choice_note(choice)}; answering from {collection}[/]")
         coll = engine.collection(collection)
         streamed = ""
         if stream and not as_json:

@@ -61,6 +61,15 @@ def named_in_query(query: str, available: Sequence[str]) -> CollectionChoice | N
     return CollectionChoice(named, 1.0, "the query names the collection", "query", {n: 1.0 for n in named})
 
 
+def choose_collections(engine: Engine, query: str, filters: Filter | None = None) -> CollectionChoice:
+    """Stage 1 alone: the collections the query names, else the engine's collection selector's choice
+    among those with documents."""
+    available = [info.name for info in engine.collections() if info.chunks > 0]
+    if not available:
+        raise WaypostError("there is no collection with documents to search: ingest some first")
+    return named_in_query(query, available) or engine.collection_selector().select(query, available, filters)
+
+
 def search(
     engine: Engine,
     query: str,
@@ -80,10 +89,7 @@ def search(
         names = list(dict.fromkeys(collections))
         choice = CollectionChoice(names, 1.0, "named by the caller", "given", {n: 1.0 for n in names})
     else:
-        available = [info.name for info in engine.collections() if info.chunks > 0]
-        if not available:
-            raise WaypostError("there is no collection with documents to search: ingest some first")
-        choice = named_in_query(query, available) or engine.collection_selector().select(query, available, filters)
+        choice = choose_collections(engine, query, filters)
     routed_ms = (time.perf_counter() - started) * 1000
     results = [engine.collection(name).retrieve(query, strategy, k, filters=filters) for name in choice.collections]
     result = results[0] if len(results) == 1 else fuse_results(query, results, k)
@@ -100,4 +106,4 @@ def search(
     return result
 
 
-__all__ = ["SELECTORS", "choice_note", "make_collection_selector", "named_in_query", "search"]
+__all__ = ["SELECTORS", "choice_note", "choose_collections", "make_collection_selector", "named_in_query", "search"]
