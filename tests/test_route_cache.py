@@ -161,3 +161,14 @@ def test_every_part_of_the_key_counts(engine: Engine) -> None:
     assert cache_key(col, "Blood   Pressure", "hybrid", 3) == base
     col.describe("Medical facts.")  # a description is not content: the key stays
     assert cache_key(col, "blood pressure", "hybrid", 3) == base
+
+
+def test_warming_from_a_query_list_serves_the_first_user_from_the_cache(engine: Engine) -> None:
+    from waypost.route.cache import warm
+
+    col = engine.collection("c", create=True)
+    col.add(DOCS)
+    assert warm(col, ["blood pressure", "  ", "Salt and Blood Pressure"], k=3) == 2
+    served = col.retrieve("BLOOD   pressure", "auto", 3).explanation.route
+    assert served is not None and served["cache_hit"]
+    assert not col.retrieve("blood pressure", "auto", 4).explanation.route["cache_hit"]  # another k

@@ -151,3 +151,15 @@ def _copy(result: RetrievalResult) -> RetrievalResult:
 
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "DEFAULT_TTL_S", "CacheKey", "QueryCache", "cache_key", "normalize_query"]
+
+
+def warm(collection: Collection, queries: Iterable[str], k: int = 10) -> int:
+    """Route each query of a list (a log of frequent queries, say) through ``strategy="auto"`` on
+    ``collection``, so the engine's query cache holds their results before users ask; returns how many
+    were run. Entries still follow the collection's version: a later write makes them unreachable."""
+    done = 0
+    for query in queries:
+        if query.strip():
+            collection.retrieve(query, "auto", k)
+            done += 1
+    return done
