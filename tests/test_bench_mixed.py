@@ -149,3 +149,6 @@ def test_bench_mixed_runs_auto_end_to_end_by_default(tmp_path: Path, cli: Cli) -
     info = json.loads((tmp_path / "report" / "bench.json").read_text())["info"]
     assert info["auto_mode"] == "live"
     assert "auto, routing only (no planner or corrective loop)" in info["controls"]
+    assert set(info["corrective"]["by_set"]) == {"islands", "recipes"}
+    assert 0.0 <= info["corrective"]["retried_share"] <= 1.0
+    assert "Retried" in (tmp_path / "report" / "index.html").read_text()

@@ -66,7 +66,9 @@ def test_collection_auto_chooses_the_collection(tmp_path: Path, minilm: Embedder
     assert asked.exit_code == 0, asked.stderr
     answer = json.loads(asked.stdout)
     assert answer["citations"] and all(c["document_id"].startswith("s") for c in answer["citations"])
-    heuristic = cli("query", "soup garlic", "--store", path, "-c", "recipes", "--router-selector", "heuristic", "--json")
+    heuristic = cli(
+        "query", "soup garlic", "--store", path, "-c", "recipes", "--router-selector", "heuristic", "--json"
+    )
     assert heuristic.exit_code == 0, heuristic.stderr
     assert json.loads(heuristic.stdout)["explain"]["route"]["selector"] == "heuristic"
     wrong = cli("query", "soup", "--store", path, "-c", "recipes", "--router-selector", "psychic")

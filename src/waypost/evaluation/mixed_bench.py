@@ -217,6 +217,7 @@ def bench(
     t_outcomes = time.perf_counter() - t_start
     features, times = compute_features(engine, queries, feature_fn, show_progress)
     routed = route_with(model, queries, table, features, times.overhead_ms)
+    routing_only: dict[str, float] = {}
     if live:
         live_routed = route_live(engine, queries, model, show_progress)
         live_routed.router_ms = live_routed.router_ms or routed.router_ms
@@ -281,7 +282,29 @@ def bench(
         "controls": {n: {s: round(v, 4) for s, v in c.items()} for n, c in control_scores.items()},
         "profile": model.info,
     }
+    if live:
+        result.info["corrective"] = retry_summary(queries, routed, routing_only)
     return result
+
+
+def retry_summary(queries: Sequence[MixedQuery], routed: Routed, routing_only: Mapping[str, float]) -> dict[str, Any]:
+    """How often the corrective loop retried, per set, and what auto gained over the same router's choices
+    without the planner and the corrective loop (scored from the outcome table)."""
+    by_set: dict[str, Any] = {}
+    auto = mean_by_set(queries, routed.values)
+    for s in dict.fromkeys(q.set for q in queries):
+        mine = [routed.retries.get(q.id, 0) for q in queries if q.set == s]
+        by_set[s] = {
+            "retried_share": round(sum(r > 0 for r in mine) / len(mine), 4),
+            "retries": sum(mine),
+            "gain_over_routing_only": round(auto[s] - routing_only.get(s, auto[s]), 4),
+        }
+    every = [routed.retries.get(q.id, 0) for q in queries]
+    return {
+        "retried_share": round(sum(r > 0 for r in every) / max(1, len(every)), 4),
+        "retries": sum(every),
+        "by_set": by_set,
+    }
 
 
 def run_bench_mixed(

@@ -120,6 +120,20 @@ def plot_retries(result: BenchResult, path: Path) -> None:
     plt.close(fig)
 
 
+def corrective_note(result: BenchResult) -> str:
+    """A sentence per set: how often the corrective loop retried and what auto gained over routing alone."""
+    summary = result.info.get("corrective")
+    if not summary:
+        return "<p>The corrective loop runs only when auto runs end to end (not with --table).</p>"
+    items = "".join(
+        f"<li>{html.escape(s)}: retried {v['retried_share']:.1%} of queries; auto minus routing alone "
+        f"{v['gain_over_routing_only']:+.4f}</li>"
+        for s, v in summary["by_set"].items()
+    )
+    total = f"Retried {summary['retried_share']:.1%} of the test queries ({summary['retries']} retries)."
+    return f"<p>{total}</p><ul>{items}</ul>"
+
+
 def write_report(result: BenchResult, directory: str | Path) -> Path:
     """index.html, four PNGs and bench.json (every figure, controls included) in ``directory``."""
     out = Path(directory)
@@ -154,7 +168,7 @@ router p95 {result.router_p95_ms:.2f} ms; auto end to end p95 {result.auto_p95_m
 <h2>Per set</h2><img src="sets.png" alt="auto, fixed pipelines and oracle per set">
 <h2>Chosen pipelines</h2><img src="choices.png" alt="distribution of chosen pipelines">
 <h2>Chosen against oracle</h2><img src="confusion.png" alt="confusion matrix">
-<h2>Corrective retries</h2><img src="retries.png" alt="retries">
+<h2>Corrective retries</h2>{corrective_note(result)}<img src="retries.png" alt="retries">
 </body></html>"""
     (out / "index.html").write_text(page, encoding="utf-8")
     return out / "index.html"
