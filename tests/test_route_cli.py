@@ -73,3 +73,14 @@ def test_collection_auto_chooses_the_collection(tmp_path: Path, minilm: Embedder
     assert json.loads(heuristic.stdout)["explain"]["route"]["selector"] == "heuristic"
     wrong = cli("query", "soup", "--store", path, "-c", "recipes", "--router-selector", "psychic")
     assert wrong.exit_code == 2 and "router selector must be one of" in wrong.stderr
+
+
+def test_eval_strategy_auto_json(tmp_path: Path, cli: Cli) -> None:
+    from tests.test_eval import make_dataset
+
+    data = make_dataset(tmp_path / "tiny")
+    out = cli("eval", data, "--strategy", "auto", "--cache-dir", tmp_path / "cache", "--json")
+    assert out.exit_code == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["strategy"] == "auto" and report["queries"] == 3
+    assert 0.0 < report["ndcg@10"] <= 1.0
