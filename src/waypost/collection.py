@@ -4,7 +4,7 @@ routes), answer with citations, feedback, and the derived structures (tree, grap
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -161,7 +161,21 @@ class Collection:
             lambda q, strategy, k: self.retrieve(q, strategy, k, params=params, passages=passages, rerank=rerank),
             self.engine.llm(),
             self.engine.config.prices,
+            source_rows=self.source_rows,
         )
+
+    def source_rows(self, hits: Sequence[Hit]) -> list[int]:
+        """The store rows of the chunks behind ``hits``: every chunk an assembled passage joins."""
+        wanted: list[tuple[str, int]] = []
+        for hit in hits:
+            if hit.passage is not None:
+                for chunk_id in hit.passage.chunk_ids:
+                    doc, _, index = chunk_id.rpartition("#")
+                    if doc and index.isdigit():
+                        wanted.append((doc, int(index)))
+            else:
+                wanted.append((hit.chunk.document_id, hit.chunk.index))
+        return list(self.engine.store.row_ids_of(self.name, wanted).values())
 
     def answer(
         self,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from waypost.answer.extractive import ExtractiveAnswerer
@@ -12,7 +13,7 @@ from waypost.answer.model import NOT_SUPPORTED, Answer, AnswerStream, StreamOutc
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMError, LLMProvider
 from waypost.llm.cache import derived_from
-from waypost.types import RetrievalResult
+from waypost.types import Hit, RetrievalResult
 
 
 class Retrieve(Protocol):
@@ -27,12 +28,20 @@ class AnswerService:
         prices: PriceTable | None = None,
         extractive: ExtractiveAnswerer | None = None,
         params: GenerationParams | None = None,
+        source_rows: Callable[[Sequence[Hit]], list[int]] | None = None,
     ) -> None:
+        """``source_rows``: the store rows of the chunks behind hits (an assembled passage joins several),
+        so a reply cached from them goes when any of them is deleted."""
+        self.source_rows = source_rows
         self.retrieve = retrieve
         self.llm = llm
         self.prices = prices or PriceTable()
         self.extractive = extractive or ExtractiveAnswerer()
         self.params = params or GenerationParams(max_tokens=256)
+
+    def _derived(self, hits: Sequence[Hit]) -> AbstractContextManager[None]:
+        rows = self.source_rows(hits) if self.source_rows is not None else []
+        return derived_from(rows=rows, texts=[h.chunk.text for h in hits])
 
     def _retrieve(self, question: str, strategy: str, k: int) -> tuple[RetrievalResult, QueryMetadata]:
         t0 = time.perf_counter()
@@ -62,7 +71,7 @@ class AnswerService:
             return self._extractive(question, result, meta)
         t0 = time.perf_counter()
         try:
-            with derived_from(texts=[h.chunk.text for h in result.hits]):  # purged with the passages' text
+            with self._derived(result.hits):  # purged with the passages' text
                 completion = self.llm.complete(build_messages(question, result.hits), self.params)
         except LLMError as exc:
             meta.fallbacks.append(f"answer: {exc}; answered extractively")
@@ -84,7 +93,7 @@ class AnswerService:
                 yield out.answer.text
                 return
             t0 = time.perf_counter()
-            with derived_from(texts=[h.chunk.text for h in result.hits]):
+            with self._derived(result.hits):
                 streamed = self.llm.stream(build_messages(question, result.hits), self.params)
             parts: list[str] = []
             try:
