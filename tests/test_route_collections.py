@@ -12,7 +12,11 @@ from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Condition, Op
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
+from waypost.route.base import Attempt, CollectionChoice
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, parse_collection_reply
+from waypost.route.config import RouterConfig
+from waypost.route.router import Router
+from waypost.route.selectors.heuristic import HeuristicSelector
 from waypost.types import Document
 
 RECIPES = [
@@ -170,3 +174,45 @@ def test_the_engine_loads_a_learned_profile(tmp_path: Path, minilm: Embedder) ->
     with Engine(tmp_path / "store", EngineConfig(collection_selector="learned:/no/such.json")) as engine:
         with pytest.raises(WaypostError, match="cannot read the collection selector profile"):
             engine.collection_selector()
+
+
+class Unsure:
+    """A stage-1 selector that picks one collection without conviction."""
+
+    name = "unsure"
+
+    def __init__(self, pick: str, confidence: float) -> None:
+        self.pick, self.confidence = pick, confidence
+
+    def select(self, query: str, names: list[str], filters: object = None) -> CollectionChoice:
+        scores = {n: (0.5 if n == self.pick else 0.3 if n == "sky" else 0.2) for n in names}
+        return CollectionChoice([self.pick], self.confidence, "test", self.name, scores)
+
+
+class TakeOther:
+    """A corrective loop that always tries another collection when it is offered one, and keeps it."""
+
+    def __init__(self) -> None:
+        self.offered: list[bool] = []
+
+    def correct(self, query, result, choice, execute, k, filters, *, extracted=None, ctx=None, alternatives=None):  # type: ignore[no-untyped-def]
+        self.offered.append(alternatives is not None)
+        if alternatives is None:
+            return result, []
+        name, other = alternatives(query, k, filters)
+        return other, [Attempt("another collection", f"from {name}", 0.9, True)]
+
+
+def test_an_unsure_collection_choice_lets_the_corrective_loop_try_the_runner_up(three: Engine) -> None:
+    loop = TakeOther()
+    router = Router(HeuristicSelector(), corrector=loop, config=RouterConfig(correct_below=1.01))
+    three.use_router(router)
+    three.use_collection_selector(Unsure("recipes", 0.4))
+    result = three.search("moons of planets", k=2)
+    assert loop.offered == [True] and result.explanation.route is not None
+    assert result.explanation.route["attempts"][0]["action"] == "another collection"
+    assert {h.chunk.document_id for h in result.hits} <= {d.id for d in SKY}  # the runner-up: sky
+    three.use_collection_selector(Unsure("recipes", 0.9))
+    sure = three.search("moons of planets", k=2)
+    assert loop.offered == [True, False]
+    assert {h.chunk.document_id for h in sure.hits} <= {d.id for d in RECIPES}

@@ -257,10 +257,12 @@ class CorrectiveLoop:
         *,
         extracted: Filter | None = None,
         ctx: SearchContext | None = None,
+        alternatives: Alternatives | None = None,
     ) -> tuple[RetrievalResult, list[Attempt]]:
         """``filters``: what the query ran with; ``extracted``: the part of it taken from the query's
         words (only that part may be dropped; a user's filter never is); ``ctx``: the search context the
-        query ran in (cheap agreement signals)."""
+        query ran in (cheap agreement signals); ``alternatives``: another collection to try for this
+        query (stage 1's runner-up), else the loop's own."""
         model = self.evaluator.model
         first = self.evaluator.grade(query, result, ctx, k, filters)
         best = _Candidate(result, first, choice.pipeline.label)
@@ -268,7 +270,8 @@ class CorrectiveLoop:
         if not model.wants_retry(first.verdict) or self.max_retries == 0:
             return result, attempts
         why = f"{choice.pipeline.label} graded {first.score:.2f} ({first.verdict})"
-        for action, run in self._actions(query, result, choice, execute, k, filters, extracted, ctx):
+        other = alternatives or self.alternatives
+        for action, run in self._actions(query, result, choice, execute, k, filters, extracted, ctx, other):
             if len(attempts) >= self.max_retries:
                 break
             t0 = time.perf_counter()
@@ -314,6 +317,7 @@ class CorrectiveLoop:
         filters: Filter | None,
         extracted: Filter | None,
         ctx: SearchContext | None,
+        alternatives: Alternatives | None = None,
     ) -> list[tuple[str, Action]]:
         """The retries in the order they are tried: a short result first loosens an extracted filter;
         then the next pipeline, another collection, the pipeline after, and more candidates."""
@@ -323,11 +327,11 @@ class CorrectiveLoop:
 
         nexts = [p for p in dict.fromkeys(p for p, _s in choice.ranking) if p != choice.pipeline][:2]
         actions = [(f"next pipeline {p.label}", run(p, k, filters)) for p in nexts]
-        if self.alternatives is not None:
-            alternatives = self.alternatives
+        if alternatives is not None:
+            found_other = alternatives
 
             def other() -> tuple[RetrievalResult, SearchContext | None] | None:
-                found = alternatives(query, k, filters)
+                found = found_other(query, k, filters)
                 if found is None:
                     return None
                 found[1].explanation.notes.append(f"from collection {found[0]}")

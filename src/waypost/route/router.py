@@ -32,6 +32,7 @@ from waypost.types import RetrievalResult
 if TYPE_CHECKING:
     from waypost.context import SearchContext
     from waypost.engine import Collection, Engine
+    from waypost.route.corrective import Alternatives
 
 logger = logging.getLogger("waypost.route")
 
@@ -54,6 +55,7 @@ class Corrector(Protocol):
         *,
         extracted: Filter | None = None,
         ctx: SearchContext | None = None,
+        alternatives: Alternatives | None = None,
     ) -> tuple[RetrievalResult, list[Attempt]]: ...
 
 
@@ -186,14 +188,20 @@ class Router:
         passages: Any = None,
         rerank: str | Reranker | None = None,
         params: Mapping[str, object] | None = None,
+        *,
+        alternatives: Alternatives | None = None,
     ) -> RetrievalResult:
         """Route ``query`` on ``collection`` and run the chosen pipeline; ``passages`` (a PassageConfig)
         and ``rerank`` (a profile name), when given, override the chosen pipeline's; a ``Reranker`` object
-        reorders the routed result. ``params`` are refused: they belong to a named strategy."""
+        reorders the routed result. ``params`` are refused: they belong to a named strategy.
+        ``alternatives``: another collection the corrective loop may try (``Engine.search`` gives stage 1's
+        runner-up when it was unsure)."""
         if params:
             raise InvalidInputError("params belong to a named strategy; strategy='auto' chooses its own")
         if rerank is not None and not isinstance(rerank, str):
-            routed = self.retrieve(collection, query, max(k, rerank.depth), filters, fusion, passages)
+            routed = self.retrieve(
+                collection, query, max(k, rerank.depth), filters, fusion, passages, alternatives=alternatives
+            )
             result = rerank.rerank(query, routed)
             result.hits = result.hits[:k]
             return result
@@ -217,7 +225,7 @@ class Router:
             result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
             self._finish(collection, key, result, started, len(query))
             return result
-        result = self.route_one(collection, query, k, filters, fusion, passages, rerank)
+        result = self.route_one(collection, query, k, filters, fusion, passages, rerank, alternatives)
         if plan is not None and result.explanation.route is not None:
             result.explanation.route["plan"] = plan.to_dict()
         self._finish(collection, key, result, started, len(query))
@@ -232,6 +240,7 @@ class Router:
         fusion: FusionConfig | None = None,
         passages: Any = None,
         rerank: str | None = None,
+        alternatives: Alternatives | None = None,
     ) -> RetrievalResult:
         """One query, no plan, no cache: features, choice, run, correction; the route in the explanation."""
         stage = Stage()
@@ -258,8 +267,9 @@ class Router:
         stage.retrieve = (t3 - t2) * 1000
         attempts: list[Attempt] = []
         if self.corrector is not None and choice.confidence < config.correct_below:
+            more = {"alternatives": alternatives} if alternatives is not None else {}
             result, attempts = self.corrector.correct(
-                query, result, choice, execute, k, filters, extracted=found.extracted, ctx=ctx
+                query, result, choice, execute, k, filters, extracted=found.extracted, ctx=ctx, **more
             )
             stage.correct = (time.perf_counter() - t3) * 1000
         result.hits = result.hits[:k]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Filter, check_filter
 from waypost.route import plan_rules
-from waypost.route.base import CollectionChoice, CollectionSelector
+from waypost.route.base import AUTO, CollectionChoice, CollectionSelector
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector
 from waypost.route.execute import fuse_results
 from waypost.types import RetrievalResult
@@ -19,8 +19,10 @@ from waypost.validation import positive_int, query_text
 
 if TYPE_CHECKING:
     from waypost.engine import Engine
+    from waypost.route.corrective import Alternatives
 
 SELECTORS = ("embedding", "learned:PATH", "llm")
+OTHER_COLLECTION_BELOW = 0.6  # a single-collection choice less sure than this lets the corrective loop try the next
 
 
 def make_collection_selector(engine: Engine, kind: str = "embedding") -> CollectionSelector:
@@ -70,6 +72,22 @@ def choose_collections(engine: Engine, query: str, filters: Filter | None = None
     return named_in_query(query, available) or engine.collection_selector().select(query, available, filters)
 
 
+def runner_up(engine: Engine, choice: CollectionChoice) -> Alternatives | None:
+    """Stage 1's second collection, for the corrective loop to try, when stage 1 was unsure of its choice
+    (below ``OTHER_COLLECTION_BELOW``) and did not fuse; None otherwise."""
+    if choice.confidence >= OTHER_COLLECTION_BELOW or choice.selector in ("given", "query"):
+        return None
+    others = sorted((n for n in choice.scores if n not in choice.collections), key=lambda n: -choice.scores[n])
+    if not others:
+        return None
+    name = others[0]
+
+    def other(query: str, k: int, filters: Filter | None) -> tuple[str, RetrievalResult] | None:
+        return name, engine.collection(name).retrieve(query, "hybrid", k, filters=filters)
+
+    return other
+
+
 def search(
     engine: Engine,
     query: str,
@@ -91,7 +109,12 @@ def search(
     else:
         choice = choose_collections(engine, query, filters)
     routed_ms = (time.perf_counter() - started) * 1000
-    results = [engine.collection(name).retrieve(query, strategy, k, filters=filters) for name in choice.collections]
+    if strategy == AUTO and len(choice.collections) == 1:
+        collection = engine.collection(choice.collections[0])
+        other = runner_up(engine, choice)
+        results = [engine.router().retrieve(collection, query, k, filters, alternatives=other)]
+    else:
+        results = [engine.collection(n).retrieve(query, strategy, k, filters=filters) for n in choice.collections]
     result = results[0] if len(results) == 1 else fuse_results(query, results, k)
     result.explanation.timings_ms["collections"] = routed_ms
     result.explanation.notes.insert(0, choice_note(choice))
