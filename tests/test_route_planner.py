@@ -263,3 +263,32 @@ def test_long_and_odd_queries_plan_quickly() -> None:
         plan = planner.plan(query)
         assert time.perf_counter() - t0 < 1.0, query[:40]
         assert plan.sub_queries == []
+
+
+def test_a_question_quotes_titles_and_sets_the_scene_without_constraints() -> None:
+    planner = RulePlanner()
+    assert planner.plan('Who produced the soundtrack of the film "Harbour Lights"?').must_include == []
+    scene = planner.plan("Other than fees and access reports, what else do the boards review?")
+    assert scene.must_exclude == []
+    assert planner.plan("Which trials are not about mice?").must_exclude == ["mice"]
+    assert planner.plan('"harbour lights" soundtrack -remix').must_include == ["harbour lights"]
+
+
+def test_sub_query_results_are_interleaved_so_each_part_keeps_its_best_hit() -> None:
+    from waypost.types import Chunk, Explanation, Hit, Provenance, RetrievalResult
+
+    def result(ids: list[str]) -> RetrievalResult:
+        hits = [
+            Hit(Chunk(d, 0, d, 0, len(d), 1), 1.0 / (i + 1), "hybrid", Provenance("c", d, "hybrid"))
+            for i, d in enumerate(ids)
+        ]
+        return RetrievalResult(hits, Explanation("hybrid", "q", "q", None, None, {}))
+
+    by_query = {
+        "Who is older, Ada Vell or Bo Rusk?": result(["generic1", "generic2", "ada", "bo"]),
+        "Ada Vell": result(["ada", "generic1", "generic2"]),
+        "Bo Rusk": result(["bo", "generic2", "generic1"]),
+    }
+    plan = QueryPlan("Who is older, Ada Vell or Bo Rusk?", sub_queries=["Ada Vell", "Bo Rusk"])
+    fused = run_plan(plan, lambda q: by_query[q], k=3)
+    assert [h.document_id for h in fused.hits] == ["generic1", "ada", "bo"]  # RRF would rank generic2 over bo

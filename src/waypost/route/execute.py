@@ -92,10 +92,32 @@ def fuse_results(query: str, results: list[RetrievalResult], k: int) -> Retrieva
             first.setdefault(key, hit)
     order = sorted(scores, key=lambda key: -scores[key])[:k]
     hits = [replace(first[key], score=scores[key]) for key in order]
+    return _combined(query, results, hits, "by reciprocal rank")
+
+
+def interleave_results(query: str, results: list[RetrievalResult], k: int) -> RetrievalResult:
+    """Round-robin over ranked results (the first result leads each round), each chunk once. For the parts
+    of a decomposed question: each part's best hits reach the top, where reciprocal rank fusion would
+    favour what several parts found, the generic hits, over each part's own evidence."""
+    seen: set[tuple[str, int, int]] = set()
+    hits: list[Hit] = []
+    depth = max((len(r.hits) for r in results), default=0)
+    for rank in range(depth):
+        for result in results:
+            if rank < len(result.hits) and len(hits) < k:
+                hit = result.hits[rank]
+                key = (hit.chunk.document_id, hit.chunk.start, hit.chunk.end)
+                if key not in seen:
+                    seen.add(key)
+                    hits.append(replace(hit, score=1.0 / (len(hits) + 1)))
+    return _combined(query, results, hits, "by interleaving their ranks")
+
+
+def _combined(query: str, results: list[RetrievalResult], hits: list[Hit], how: str) -> RetrievalResult:
     timings: dict[str, float] = {}
     for result in results:
         for stage, ms in result.explanation.timings_ms.items():
             timings[stage] = timings.get(stage, 0.0) + ms
     explanation = Explanation(FUSE, query, query, None, None, timings)
-    explanation.notes.append("fused " + ", ".join(r.explanation.strategy for r in results) + " by reciprocal rank")
+    explanation.notes.append("fused " + ", ".join(r.explanation.strategy for r in results) + " " + how)
     return RetrievalResult(hits, explanation)

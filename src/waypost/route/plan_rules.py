@@ -320,13 +320,31 @@ def _phrase(text: str, limit: int = 4) -> str:
     return " ".join(out)
 
 
+def is_question(query: str) -> bool:
+    """A natural-language question: it opens with a question word or ends with a question mark."""
+    words = tokens(query)
+    return bool(words) and (words[0].lower in QUESTION_WORDS or query.rstrip().endswith("?"))
+
+
 def include_exclude(query: str) -> tuple[list[str], list[str]]:
-    include = [m.group(1).strip() for m in _QUOTED.finditer(query)]
+    """Text constraints: explicit syntax (``+word``, ``-word``, "must mention X", "not about X", "without
+    X") always; a quoted phrase, and "other than / apart from / except X", only outside a question: in a
+    question, quotes mark a title ("the song "Dear Brother"") and "other than X" sets the scene, and the
+    passages that answer it mention X."""
+    question = is_question(query)
+    include = [] if question else [m.group(1).strip() for m in _QUOTED.finditer(query)]
     include += [m.group(1) for m in _PLUS.finditer(query)]
     include += [p for m in _MUST.finditer(query) if (p := _phrase(m.group("x")))]
     exclude = [m.group(1) for m in _MINUS.finditer(query)]
-    exclude += [p for m in _NOT.finditer(query) if (p := _phrase(m.group("x")))]
+    for m in _NOT.finditer(query):
+        if question and not m.group(0).lower().startswith(_HARD_EXCLUDE):
+            continue
+        if p := _phrase(m.group("x")):
+            exclude.append(p)
     return list(dict.fromkeys(include)), list(dict.fromkeys(exclude))
+
+
+_HARD_EXCLUDE = ("not about", "without", "excluding")
 
 
 _YEAR = r"(1[89]\d\d|20\d\d)"

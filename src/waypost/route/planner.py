@@ -20,7 +20,7 @@ from waypost.llm.base import GenerationParams, LLMProvider, Message
 from waypost.llm.structured import complete_structured
 from waypost.route import plan_rules
 from waypost.route.base import Planner, QueryPlan
-from waypost.route.execute import fuse_results
+from waypost.route.execute import interleave_results
 from waypost.text.analyzers import normalize
 from waypost.types import Hit, RetrievalResult
 
@@ -182,7 +182,7 @@ def apply_constraints(plan: QueryPlan, result: RetrievalResult) -> RetrievalResu
 
 def run_plan(plan: QueryPlan, run: Callable[[str], RetrievalResult], k: int) -> RetrievalResult:
     """Run ``plan``: the query alone when it has no sub-queries; else the query and its sub-queries
-    concurrently (a small thread pool), fused by reciprocal rank and deduplicated by chunk. Then the
+    concurrently (a small thread pool), interleaved by rank (the query first) and deduplicated by chunk. Then the
     text constraints are applied as post-filters on hit text (``apply_constraints``); give ``run`` a depth
     beyond ``k`` when the plan has them. Expansions, the date range and document types are not applied
     here: they are the router's to turn into filters or pipelines. The plan is recorded in the notes."""
@@ -194,7 +194,7 @@ def run_plan(plan: QueryPlan, run: Callable[[str], RetrievalResult], k: int) -> 
         queries = list(dict.fromkeys([plan.query, *plan.sub_queries]))
         with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(queries)), thread_name_prefix="waypost-plan") as pool:
             results = list(pool.map(run, queries))
-        result = fuse_results(plan.query, results, max(k, max(len(r.hits) for r in results)))
+        result = interleave_results(plan.query, results, max(k, max(len(r.hits) for r in results)))
         result.explanation.notes.append(f"sub-queries: {json.dumps(plan.sub_queries, ensure_ascii=False)}")
     if plan.must_include or plan.must_exclude:
         result = apply_constraints(plan, result)
