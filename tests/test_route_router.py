@@ -169,7 +169,7 @@ def test_hooks_cache_telemetry_and_correction(engine: Engine) -> None:
     coll = engine.collection("c")
     sink, cache = Sink(), DictCache()
     router = Router(
-        Always(Pipeline.of("hybrid"), confidence=0.5),  # below correct_below: the corrective loop grades it
+        Always(Pipeline.of("hybrid"), confidence=0.3),  # below correct_below: the corrective loop grades it
         corrector=NextPipeline(),
         cache=cache,
         cache_key=lambda c, q, p, k, f: (c.name, q, p, k, str(f)),
@@ -183,7 +183,7 @@ def test_hooks_cache_telemetry_and_correction(engine: Engine) -> None:
     assert not first.explanation.route["cache_hit"] and second.explanation.route["cache_hit"]
     assert [r.cache_hit for r in sink.records] == [False, True] and sink.records[0].retries == 1
     assert sink.records[0].pipeline == "hybrid" and "total" in sink.records[0].timings_ms
-    engine.use_router(Router(Always(Pipeline.of("hybrid"), confidence=0.9), corrector=NextPipeline()))
+    engine.use_router(Router(Always(Pipeline.of("hybrid"), confidence=0.7), corrector=NextPipeline()))
     sure = coll.retrieve("barley soup", "auto", 3).explanation.route
     assert sure is not None and sure["retries"] == 0  # a confident choice is not second-guessed
 
