@@ -292,3 +292,11 @@ def test_sub_query_results_are_interleaved_so_each_part_keeps_its_best_hit() -> 
     plan = QueryPlan("Who is older, Ada Vell or Bo Rusk?", sub_queries=["Ada Vell", "Bo Rusk"])
     fused = run_plan(plan, lambda q: by_query[q], k=3)
     assert [h.document_id for h in fused.hits] == ["generic1", "ada", "bo"]  # RRF would rank generic2 over bo
+
+
+def test_words_inside_a_quoted_title_and_signed_numbers_are_not_operators() -> None:
+    planner = RulePlanner()
+    titled = planner.plan('Which singer recorded "A Song Without Words" in 1968?')
+    assert titled.must_exclude == [] and titled.must_include == []
+    assert planner.plan("H2A.Z stabilizes the +1 nucleosome in yeast").must_include == []
+    assert planner.plan("lighthouse keepers +diary -fiction").must_include == ["diary"]

@@ -296,7 +296,7 @@ def sub_queries(query: str) -> tuple[list[str], str]:
 # -- constraints ------------------------------------------------------------------------------------
 
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
-_PLUS = re.compile(r"(?:^|\s)\+([\w][\w.-]*)")
+_PLUS = re.compile(r"(?:^|\s)\+([^\W\d_][\w.-]*)")  # "+1 nucleosome" is a number, not an operator
 _MINUS = re.compile(r"(?:^|\s)-([A-Za-z][\w.]*)")
 _MUST = re.compile(r"\bmust\s+(?:mention|include|contain|say)\s+(?P<x>[^,;?.\"“]+)", re.IGNORECASE)
 _NOT = re.compile(
@@ -332,12 +332,17 @@ def include_exclude(query: str) -> tuple[list[str], list[str]]:
     question, quotes mark a title ("the song "Dear Brother"") and "other than X" sets the scene, and the
     passages that answer it mention X."""
     question = is_question(query)
+    quoted = [m.span() for m in _QUOTED.finditer(query)]
+
+    def outside(m: re.Match[str]) -> bool:  # words inside a quoted title are the title's, not operators
+        return not any(a <= m.start() < b for a, b in quoted)
+
     include = [] if question else [m.group(1).strip() for m in _QUOTED.finditer(query)]
-    include += [m.group(1) for m in _PLUS.finditer(query)]
-    include += [p for m in _MUST.finditer(query) if (p := _phrase(m.group("x")))]
-    exclude = [m.group(1) for m in _MINUS.finditer(query)]
+    include += [m.group(1) for m in _PLUS.finditer(query) if outside(m)]
+    include += [p for m in _MUST.finditer(query) if outside(m) and (p := _phrase(m.group("x")))]
+    exclude = [m.group(1) for m in _MINUS.finditer(query) if outside(m)]
     for m in _NOT.finditer(query):
-        if question and not m.group(0).lower().startswith(_HARD_EXCLUDE):
+        if not outside(m) or (question and not m.group(0).lower().startswith(_HARD_EXCLUDE)):
             continue
         if p := _phrase(m.group("x")):
             exclude.append(p)
