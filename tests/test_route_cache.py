@@ -172,3 +172,12 @@ def test_warming_from_a_query_list_serves_the_first_user_from_the_cache(engine: 
     served = col.retrieve("BLOOD   pressure", "auto", 3).explanation.route
     assert served is not None and served["cache_hit"]
     assert not col.retrieve("blood pressure", "auto", 4).explanation.route["cache_hit"]  # another k
+
+
+def test_warming_refuses_a_bare_string(engine: Engine) -> None:
+    from waypost.route.cache import warm
+
+    col = engine.collection("c", create=True)
+    col.add(DOCS)
+    with pytest.raises(InvalidInputError, match="not one string"):
+        warm(col, "blood pressure")

@@ -204,14 +204,21 @@ class TakeOther:
 
 
 def test_an_unsure_collection_choice_lets_the_corrective_loop_try_the_runner_up(three: Engine) -> None:
+    from waypost.route.cache import cache_key
+
     loop = TakeOther()
-    router = Router(HeuristicSelector(), corrector=loop, config=RouterConfig(correct_below=1.01))
+    config = RouterConfig(correct_below=1.01)
+    router = Router(HeuristicSelector(), corrector=loop, config=config, cache=three.query_cache, cache_key=cache_key)
     three.use_router(router)
     three.use_collection_selector(Unsure("recipes", 0.4))
     result = three.search("moons of planets", k=2)
     assert loop.offered == [True] and result.explanation.route is not None
     assert result.explanation.route["attempts"][0]["action"] == "another collection"
     assert {h.chunk.document_id for h in result.hits} <= {d.id for d in SKY}  # the runner-up: sky
+    assert result.explanation.route["collection"] == "sky"
+    # sky's hits were not cached under recipes' key: recipes answers from recipes, and never serves them again
+    own = three.collection("recipes").retrieve("moons of planets", "auto", 2)
+    assert own.explanation.route is not None and not own.explanation.route["cache_hit"]
     three.use_collection_selector(Unsure("recipes", 0.9))
     sure = three.search("moons of planets", k=2)
     assert loop.offered == [True, False]

@@ -300,3 +300,11 @@ def test_words_inside_a_quoted_title_and_signed_numbers_are_not_operators() -> N
     assert titled.must_exclude == [] and titled.must_include == []
     assert planner.plan("H2A.Z stabilizes the +1 nucleosome in yeast").must_include == []
     assert planner.plan("lighthouse keepers +diary -fiction").must_include == ["diary"]
+
+
+def test_a_question_keeps_what_sets_its_scene() -> None:
+    planner = RulePlanner()
+    assert planner.plan("Can humans survive without water?").must_exclude == []
+    assert planner.plan("What does ls -la print?").must_exclude == []
+    assert planner.plan("Which trials, excluding mice, tested the drug?").must_exclude == ["mice"]
+    assert planner.plan("pasta recipes without gluten").must_exclude == ["gluten"]  # not a question

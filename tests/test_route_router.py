@@ -247,3 +247,15 @@ def test_a_new_selector_is_never_served_the_old_ones_cached_route(engine: Engine
     assert other.explanation.route is not None and not other.explanation.route["cache_hit"]
     assert other.explanation.route["label"] == "bm25" and first.explanation.route is not None
     assert first.explanation.route["label"] == "hybrid"
+
+
+def test_bad_passage_values_and_pool_names_are_clear_errors() -> None:
+    from waypost.route.execute import passage_config
+    from waypost.route.train import parse_pool
+
+    for bad in ({"tokens": "abc"}, {"tokens": True}, {"keep": "x"}, {"tokens": 1.5}):
+        with pytest.raises(InvalidInputError, match="passages"):
+            passage_config(bad)
+    assert passage_config({"tokens": 300, "keep": 1}).tokens == 300
+    with pytest.raises(InvalidInputError, match="unknown strategy 'auto'"):
+        parse_pool(["auto"])

@@ -231,7 +231,8 @@ def ask(
             choice = choose_collections(engine, query_text(question))
             collection = choice.collections[0]
             if not as_json:
-                console.print(f"[dim]{choice_note(choice)}; answering from {collection}[/]")
+                unused = f" (not {', '.join(choice.collections[1:])})" if len(choice.collections) > 1 else ""
+                console.print(f"[dim]{choice_note(choice)}; answering from {collection} alone{unused}[/]")
         coll = engine.collection(collection)
         streamed = ""
         if stream and not as_json:

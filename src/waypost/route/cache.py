@@ -115,6 +115,8 @@ class QueryCache:
         """Fill the cache from a list of queries: ``run(query)`` returns the key and result to keep (for
         example the router's own key and result). Hit and miss counts are left alone; returns how many
         entries were stored."""
+        if isinstance(queries, str):
+            raise InvalidInputError("warm takes a list of queries, not one string")
         stored = 0
         for query in queries:
             key, result = run(query)
@@ -157,6 +159,8 @@ def warm(collection: Collection, queries: Iterable[str], k: int = 10) -> int:
     """Route each query of a list (a log of frequent queries, say) through ``strategy="auto"`` on
     ``collection``, so the engine's query cache holds their results before users ask; returns how many
     were run. Entries still follow the collection's version: a later write makes them unreachable."""
+    if isinstance(queries, str):
+        raise InvalidInputError("warm takes a list of queries, not one string (it would route each character)")
     done = 0
     for query in queries:
         if query.strip():

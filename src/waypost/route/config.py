@@ -34,5 +34,7 @@ class RouterConfig:
             raise WaypostError(f"router selector must be one of {', '.join(SELECTORS)}, not {self.selector!r}")
         if self.planner not in PLANNERS:
             raise WaypostError(f"router planner must be one of {', '.join(PLANNERS)}, not {self.planner!r}")
+        if not 0.0 <= self.correct_below <= 1.01:
+            raise WaypostError(f"router correct_below is a confidence in [0, 1], not {self.correct_below!r}")
         if self.max_retries < 0:
             raise WaypostError("router max_retries must be zero or more")

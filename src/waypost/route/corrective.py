@@ -217,6 +217,7 @@ class QualityEvaluator:
 
 
 Execute = Callable[[Pipeline, int, Filter | None], RetrievalResult]
+ANOTHER_COLLECTION = "another collection"  # the attempt's action when it searched another collection
 Alternatives = Callable[[str, int, Filter | None], tuple[str, RetrievalResult] | None]  # (collection, result)
 Action = Callable[
     [], tuple[RetrievalResult, SearchContext | None] | None
@@ -337,7 +338,7 @@ class CorrectiveLoop:
                 found[1].explanation.notes.append(f"from collection {found[0]}")
                 return found[1], None
 
-            actions.insert(min(1, len(actions)), ("another collection", other))
+            actions.insert(min(1, len(actions)), (ANOTHER_COLLECTION, other))
         loose = drop_strictest(filters, extracted, ctx) if extracted is not None and filters is not None else None
         if loose is not None:
             dropped, relaxed = loose

@@ -61,6 +61,12 @@ def passage_config(fields: Mapping[str, Scalar]) -> PassageConfig:
         names = ", ".join(sorted(known))
         raise InvalidInputError(f"passages has no field {', '.join(sorted(unknown))}; known: {names}")
     values = dict(fields)
+    for f in dataclasses.fields(PassageConfig):
+        if f.name in values and f.name != "policy":
+            value, want = values[f.name], str(f.type)
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if (want == "int" and not isinstance(value, int)) or isinstance(value, bool) or not numeric:
+                raise InvalidInputError(f"passages {f.name} must be {'an integer' if want == 'int' else 'a number'}")
     if "policy" in values:
         try:
             values["policy"] = PassagePolicy(str(values["policy"]))

@@ -327,10 +327,11 @@ def is_question(query: str) -> bool:
 
 
 def include_exclude(query: str) -> tuple[list[str], list[str]]:
-    """Text constraints: explicit syntax (``+word``, ``-word``, "must mention X", "not about X", "without
-    X") always; a quoted phrase, and "other than / apart from / except X", only outside a question: in a
-    question, quotes mark a title ("the song "Dear Brother"") and "other than X" sets the scene, and the
-    passages that answer it mention X."""
+    """Text constraints. Outside a question: quoted phrases, ``+word``, ``-word``, "must mention X", and
+    "not about / without / excluding / except / other than X". In a question only "must mention X", ``+word``,
+    "not about X" and "excluding X": there, quotes mark a title ("the song "Dear Brother""), ``-la`` is a
+    command's flag, and "without X" or "other than X" set the scene, so the passages that answer it
+    mention X."""
     question = is_question(query)
     quoted = [m.span() for m in _QUOTED.finditer(query)]
 
@@ -340,7 +341,7 @@ def include_exclude(query: str) -> tuple[list[str], list[str]]:
     include = [] if question else [m.group(1).strip() for m in _QUOTED.finditer(query)]
     include += [m.group(1) for m in _PLUS.finditer(query) if outside(m)]
     include += [p for m in _MUST.finditer(query) if outside(m) and (p := _phrase(m.group("x")))]
-    exclude = [m.group(1) for m in _MINUS.finditer(query) if outside(m)]
+    exclude = [] if question else [m.group(1) for m in _MINUS.finditer(query) if outside(m)]
     for m in _NOT.finditer(query):
         if not outside(m) or (question and not m.group(0).lower().startswith(_HARD_EXCLUDE)):
             continue
@@ -349,7 +350,7 @@ def include_exclude(query: str) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(include)), list(dict.fromkeys(exclude))
 
 
-_HARD_EXCLUDE = ("not about", "without", "excluding")
+_HARD_EXCLUDE = ("not about", "excluding")  # "survive without water?": the answer mentions water
 
 
 _YEAR = r"(1[89]\d\d|20\d\d)"

@@ -161,14 +161,18 @@ def _word_boundary(haystack: str, needle: str) -> bool:
 
 def apply_constraints(plan: QueryPlan, result: RetrievalResult) -> RetrievalResult:
     """``must_exclude`` drops every hit whose title or text contains one of its phrases; ``must_include``
-    keeps only hits containing all of its phrases, unless none does (then the hits stay, with a note: a
-    required word missing from every hit is more likely the user's wording than an empty answer)."""
+    keeps only hits containing all of its phrases. Either leaves the hits as they are, with a note, when it
+    would drop them all: a constraint every hit breaks is more likely the user's wording than an empty
+    answer."""
     hits = result.hits
     notes = result.explanation.notes
     if plan.must_exclude:
         kept = [h for h in hits if not any(_contains(h, p) for p in plan.must_exclude)]
-        notes.append(f"must_exclude {plan.must_exclude}: dropped {len(hits) - len(kept)} hits")
-        hits = kept
+        if kept or not hits:
+            notes.append(f"must_exclude {plan.must_exclude}: dropped {len(hits) - len(kept)} hits")
+            hits = kept
+        else:
+            notes.append(f"must_exclude {plan.must_exclude}: every hit contains them; kept the hits unfiltered")
     if plan.must_include:
         kept = [h for h in hits if all(_contains(h, p) for p in plan.must_include)]
         if kept or not hits:

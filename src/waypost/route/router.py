@@ -23,6 +23,7 @@ from waypost.route.base import FUSE, Attempt, Choice, GainPredictor, Pipeline, P
 from waypost.route.base import Telemetry as TelemetrySink
 from waypost.route.candidates import StructureCache, runnable_pipelines
 from waypost.route.config import RouterConfig
+from waypost.route.corrective import ANOTHER_COLLECTION
 from waypost.route.execute import fuse_results, run_pipeline
 from waypost.route.features import extract_features
 from waypost.route.selectors.common import is_default
@@ -266,14 +267,29 @@ class Router:
         t3 = time.perf_counter()
         stage.retrieve = (t3 - t2) * 1000
         attempts: list[Attempt] = []
+        asked: list[str] = []  # the other collections the corrective loop searched
         if self.corrector is not None and choice.confidence < config.correct_below:
-            more = {"alternatives": alternatives} if alternatives is not None else {}
+            more: dict[str, Any] = {}
+            if alternatives is not None:
+                offered = alternatives
+
+                def tracked(q: str, depth: int, flt: Filter | None) -> tuple[str, RetrievalResult] | None:
+                    found_other = offered(q, depth, flt)
+                    if found_other is not None:
+                        asked.append(found_other[0])
+                    return found_other
+
+                more["alternatives"] = tracked
             result, attempts = self.corrector.correct(
                 query, result, choice, execute, k, filters, extracted=found.extracted, ctx=ctx, **more
             )
             stage.correct = (time.perf_counter() - t3) * 1000
         result.hits = result.hits[:k]
-        result.explanation.route = route_dict(collection.name, choice, candidates, stage, attempts, reused)
+        route = route_dict(collection.name, choice, candidates, stage, attempts, reused)
+        if asked and any(a.kept and a.action == ANOTHER_COLLECTION for a in attempts):
+            route["collection"] = asked[-1]
+            route["cacheable"] = False  # its key would name this collection and version, not the other's
+        result.explanation.route = route
         return result
 
     def _run_plan(
@@ -305,6 +321,9 @@ class Router:
         route = {key: value for key, value in first.items() if key != "query"}
         route["plan"] = plan.to_dict()
         route["sub_routes"] = [{"query": r["query"], "label": r.get("label")} for r in routes]
+        for sub, r in zip(route["sub_routes"], routes, strict=True):
+            if r.get("cacheable") is False:
+                sub["cacheable"] = False
         result.explanation.route = route
         return result
 
@@ -313,7 +332,8 @@ class Router:
     ) -> None:
         route = result.explanation.route or {}
         route.setdefault("cache_hit", False)
-        if self.cache is not None and key is not None:
+        cacheable = route.pop("cacheable", True) and all(r.get("cacheable", True) for r in route.get("sub_routes", []))
+        if self.cache is not None and key is not None and cacheable:
             self.cache.put(key, result)
         self._record(collection.name, route, (time.perf_counter() - started) * 1000, n)
 

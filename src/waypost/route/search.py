@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Filter, check_filter
+from waypost.retrieval.registry import DEFAULT_STRATEGY
 from waypost.route import plan_rules
 from waypost.route.base import AUTO, CollectionChoice, CollectionSelector
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector
@@ -83,7 +84,7 @@ def runner_up(engine: Engine, choice: CollectionChoice) -> Alternatives | None:
     name = others[0]
 
     def other(query: str, k: int, filters: Filter | None) -> tuple[str, RetrievalResult] | None:
-        return name, engine.collection(name).retrieve(query, "hybrid", k, filters=filters)
+        return name, engine.collection(name).retrieve(query, DEFAULT_STRATEGY, k, filters=filters)
 
     return other
 

@@ -19,6 +19,7 @@ from waypost.errors import WaypostError
 from waypost.evaluation.mixed import MixedQuery, Workload
 from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
+from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import Features, Pipeline
 from waypost.route.candidates import default_pool, pipeline_cost
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
@@ -32,6 +33,9 @@ DEFAULT = Pipeline.of("hybrid")
 def parse_pool(specs: Sequence[str]) -> list[Pipeline]:
     """Pipelines from the CLI: a strategy name or a pipeline JSON value each; hybrid is always in."""
     pool = [Pipeline.from_json(s) if s.lstrip().startswith("{") else Pipeline.of(s) for s in specs]
+    for pipeline in pool:
+        for name in pipeline.strategies():
+            strategy_spec(name)  # an unknown name (or "auto") is refused with the known ones listed
     return pool if DEFAULT in pool else [DEFAULT, *pool]
 
 
