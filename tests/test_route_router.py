@@ -259,3 +259,19 @@ def test_bad_passage_values_and_pool_names_are_clear_errors() -> None:
     assert passage_config({"tokens": 300, "keep": 1}).tokens == 300
     with pytest.raises(InvalidInputError, match="unknown strategy 'auto'"):
         parse_pool(["auto"])
+
+
+def test_weighted_fusion_lets_the_likelier_source_lead() -> None:
+    from waypost.route.execute import fuse_results
+    from waypost.types import Chunk, Explanation, Hit, Provenance
+
+    def result(ids: list[str]) -> RetrievalResult:
+        hits = [Hit(Chunk(d, 0, d, 0, len(d), 1), 1.0, "hybrid", Provenance("c", d, "hybrid")) for d in ids]
+        return RetrievalResult(hits, Explanation("hybrid", "q", "q", None, None, {}))
+
+    likely, unlikely = result(["a1", "a2", "a3"]), result(["b1", "b2", "b3"])
+    assert [h.document_id for h in fuse_results("q", [likely, unlikely], 4).hits] == ["a1", "b1", "a2", "b2"]
+    weighted = fuse_results("q", [likely, unlikely], 4, [0.7, 0.3])
+    assert [h.document_id for h in weighted.hits] == ["a1", "a2", "a3", "b1"]
+    with pytest.raises(InvalidInputError):
+        fuse_results("q", [likely, unlikely], 4, [1.0])

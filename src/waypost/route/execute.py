@@ -4,7 +4,7 @@ reciprocal-rank fusion of several pipelines (hits deduplicated by chunk)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -87,14 +87,21 @@ def passage_fields(config: PassageConfig) -> dict[str, Scalar]:
     return out
 
 
-def fuse_results(query: str, results: list[RetrievalResult], k: int) -> RetrievalResult:
-    """Reciprocal rank fusion of whole results; a chunk found by several keeps its first hit object."""
+def fuse_results(
+    query: str, results: list[RetrievalResult], k: int, weights: Sequence[float] | None = None
+) -> RetrievalResult:
+    """Reciprocal rank fusion of whole results; a chunk found by several keeps its first hit object.
+    ``weights``: one per result (stage 1 gives each collection its probability, as MoR weights its
+    retrievers), so a likelier source's hits lead."""
+    if weights is not None and len(weights) != len(results):
+        raise InvalidInputError(f"{len(weights)} weights for {len(results)} results")
     scores: dict[tuple[str, int, int], float] = {}
     first: dict[tuple[str, int, int], Hit] = {}
-    for result in results:
+    for i, result in enumerate(results):
+        weight = 1.0 if weights is None else float(weights[i])
         for rank, hit in enumerate(result.hits, start=1):
             key = (hit.chunk.document_id, hit.chunk.start, hit.chunk.end)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
             first.setdefault(key, hit)
     order = sorted(scores, key=lambda key: -scores[key])[:k]
     hits = [replace(first[key], score=scores[key]) for key in order]

@@ -24,7 +24,7 @@ from waypost.route.base import Telemetry as TelemetrySink
 from waypost.route.candidates import StructureCache, runnable_pipelines
 from waypost.route.config import RouterConfig
 from waypost.route.corrective import ANOTHER_COLLECTION
-from waypost.route.execute import fuse_results, run_pipeline
+from waypost.route.execute import interleave_results, run_pipeline
 from waypost.route.features import extract_features
 from waypost.route.selectors.common import is_default
 from waypost.route.selectors.heuristic import HeuristicSelector
@@ -316,7 +316,7 @@ class Router:
             result = self.plan_runner(plan, run, k)
         else:
             queries = list(dict.fromkeys([plan.query, *plan.sub_queries]))
-            result = fuse_results(plan.query, [run(q) for q in queries], k)
+            result = interleave_results(plan.query, [run(q) for q in queries], k)
         first = next((r for r in routes if r.get("query") == plan.query), routes[0] if routes else {})
         route = {key: value for key, value in first.items() if key != "query"}
         route["plan"] = plan.to_dict()

@@ -116,7 +116,8 @@ def search(
         results = [engine.router().retrieve(collection, query, k, filters, alternatives=other)]
     else:
         results = [engine.collection(n).retrieve(query, strategy, k, filters=filters) for n in choice.collections]
-    result = results[0] if len(results) == 1 else fuse_results(query, results, k)
+    weights = [choice.scores.get(name, 1.0) for name in choice.collections]
+    result = results[0] if len(results) == 1 else fuse_results(query, results, k, weights)
     result.explanation.timings_ms["collections"] = routed_ms
     result.explanation.notes.insert(0, choice_note(choice))
     route = dict(result.explanation.route or {})
