@@ -77,12 +77,12 @@ def test_every_llm_step_falls_back_when_the_server_stops_mid_run(engine: Engine,
             ),
         ]
     )
-    first = coll.answer("Why does bread rise?", k=2)
+    first = coll.answer("Why does bread rise?", "hybrid", k=2)  # named: what auto picks here is not the point
     assert first.mode == "llm" and first.metadata.llm_calls == 1  # the 135M model may or may not cite
     filtered = coll.retrieve("physics documents before 2015 about the moon", "metadata", k=2)
     assert filtered.metadata.llm_calls >= 1  # the LLM was asked for the filters
     srv.stop()
-    second = coll.answer("What causes the tides of the oceans?", k=2)
+    second = coll.answer("What causes the tides of the oceans?", "hybrid", k=2)
     assert second.mode == "extractive" and second.metadata.fallbacks
     assert second.citations and second.citations[0].document_id == "tides"
     after = coll.retrieve("physics documents before 2015 about the moon", "metadata", k=2)
