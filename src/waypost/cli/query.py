@@ -97,7 +97,8 @@ def _print_route(route: dict[str, Any]) -> None:
         )
     plan = route.get("plan")
     if plan and (plan.get("sub_queries") or plan.get("must_include") or plan.get("must_exclude")):
-        console.print(f"[bold]plan[/] {json.dumps(plan, ensure_ascii=False)}", markup=False, highlight=False)
+        console.print("[bold]plan[/] ", end="")
+        console.print(json.dumps(plan, ensure_ascii=False), markup=False, highlight=False)  # query text is not markup
     stages = route.get("timings_ms") or {}
     console.print("[bold]routing[/] " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in stages.items()))
     if route.get("ranking"):
