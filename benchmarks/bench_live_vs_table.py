@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ def main() -> None:
     engine.use_router(router)
     table = outcome_table(list(OutcomeCache.under(args.store).rows.values()))
     per_set: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    stage1: dict[str, Counter[str]] = defaultdict(Counter)  # set -> the other stage-1 choices it got
     try:
         for q in workload.queries(args.split):
             k = SPAN_K if q.metric == EVIDENCE1000 else DOC_DEPTH * 3
@@ -62,6 +63,7 @@ def main() -> None:
             stats["queries"] += 1
             if chosen != [q.collection] or route.get("label") not in row:
                 stats["other_collections"] += 1  # fused or missed in stage 1: no single pipeline to compare
+                stage1[q.set]["+".join(chosen)] += 1
                 continue
             hits = [(h.chunk.document_id, h.chunk.start, h.chunk.end, max(1, h.chunk.token_count)) for h in result.hits]
             delta = score(q, hits) - row[route["label"]].value
@@ -83,6 +85,7 @@ def main() -> None:
             "routing_only": round(stats["routing_only"] / n, 4),
             **{key: round(stats[key], 3) for key in ("queries", "compared", "other_collections", "planned")},
             **{key: round(stats[key], 3) for key in ("planned_delta", "kept_retries", "kept_retries_delta")},
+            "stage1_other_choices": dict(stage1[name]),
         }
     print(json.dumps({"split": args.split, "correct_below": args.correct_below, "sets": out}, indent=1))
 
