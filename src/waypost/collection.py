@@ -18,7 +18,7 @@ from waypost.filters.model import Filter, check_filter
 from waypost.graph.live import LiveGraph
 from waypost.hierarchy.live import LiveTree
 from waypost.ingest.chunker import Chunker
-from waypost.ingest.pipeline import Ingestor, IngestReport, documents_from_paths
+from waypost.ingest.pipeline import Ingestor, IngestReport, StageHook, documents_from_paths
 from waypost.post.passages import PassageAssembler, PassageConfig
 from waypost.purge import PurgeReport
 from waypost.retrieval.fusion import FusionConfig
@@ -72,13 +72,21 @@ class Collection:
             language=self.engine.store.collection_language(self.name),
         )
 
-    def add(self, documents: Iterable[Document], show_progress: bool = False, total: int | None = None) -> IngestReport:
+    def add(
+        self,
+        documents: Iterable[Document],
+        show_progress: bool = False,
+        total: int | None = None,
+        on_stage: StageHook | None = None,
+        report: IngestReport | None = None,
+    ) -> IngestReport:
         """Insert new documents, replace changed ones, skip unchanged ones (by content hash).
 
         ``documents`` is an iterable of ``Document`` (a single one or a string is refused). Lone surrogates
         in any text become U+FFFD; a document with a field of the wrong type, or NaN or Infinity in its
-        metadata, is skipped and named in the report's ``failures`` while the rest is ingested."""
-        return self._ingestor().ingest(self.name, documents, show_progress=show_progress, total=total)
+        metadata, is skipped and named in the report's ``failures`` while the rest is ingested. ``on_stage``
+        hears each batch's stages (see ``waypost.ingest.pipeline.StageHook``) and may raise to stop."""
+        return self._ingestor().ingest(self.name, documents, report, show_progress, total, on_stage)
 
     def add_paths(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
         """Load every supported file under ``paths`` (a list: one path alone is refused, as ids are); bad

@@ -66,9 +66,12 @@ class AnswerStream:
     An LLM holds a lock or a connection while it streams: stop early with ``close()`` or a ``with`` block
     (dropping the last reference to the stream also releases them)."""
 
-    def __init__(self, tokens: Iterator[str], outcome: StreamOutcome | None = None) -> None:
+    def __init__(
+        self, tokens: Iterator[str], outcome: StreamOutcome | None = None, hits: list[Hit] | None = None
+    ) -> None:
         self.tokens = tokens
         self._outcome = outcome or StreamOutcome()
+        self.hits = hits or []  # what retrieval found, known before the first token: the sources [1], [2], ...
 
     @property
     def answer(self) -> Answer | None:

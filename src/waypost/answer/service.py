@@ -111,4 +111,4 @@ class AnswerService:
             meta.record(streamed.completion, self.prices)
             out.answer = self._finish(question, "".join(parts), result, meta)
 
-        return AnswerStream(tokens(), out)
+        return AnswerStream(tokens(), out, result.hits)

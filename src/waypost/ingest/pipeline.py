@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,11 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
         }
+
+
+# Told of each batch's stage ("chunking", "embedding", "writing", then "written") with the report so far; it
+# may raise to stop the ingest between stages (batches already written stay written).
+StageHook = Callable[[str, "IngestReport"], None]
 
 
 def documents_from_paths(paths: Iterable[str | Path], failures: list[LoadFailure]) -> Iterator[Document]:
@@ -80,6 +85,7 @@ class Ingestor:
             if window is not None:
                 self.chunker = Chunker(chunker.max_tokens, window, index_text)
         self.batch_docs = batch_docs
+        self._on_stage: StageHook | None = None
         self.language = language  # the collection's language; "" detects each document's
 
     def ingest(
@@ -89,8 +95,10 @@ class Ingestor:
         report: IngestReport | None = None,
         show_progress: bool = False,
         total: int | None = None,
+        on_stage: StageHook | None = None,
     ) -> IngestReport:
         report = report or IngestReport()
+        self._on_stage = on_stage
         started = time.perf_counter()
         with progress(show_progress) as bar:
             task = bar.add_task("ingesting", total=total) if bar is not None else None
@@ -158,12 +166,18 @@ class Ingestor:
             out_chunks.append(chunks)
         return out_docs, out_chunks
 
+    def _stage(self, name: str, report: IngestReport) -> None:
+        if self._on_stage is not None:
+            self._on_stage(name, report)
+
     def _flush(self, collection: str, batch: list[Document], report: IngestReport) -> None:
+        self._stage("chunking", report)
         unique = list({d.id: d for d in batch}.values())
         known = self.store.document_hashes(collection, [d.id for d in unique])
         changed = [d for d in unique if known.get(d.id) != self.fingerprint(d)]
         report.unchanged += len(unique) - len(changed)
         if not changed:
+            self._stage("written", report)
             return
         per_doc = [self.chunker.chunk(d.id, d.text, d.title) or title_chunk(d) for d in changed]
         empty = {d.id for d, cs in zip(changed, per_doc, strict=True) if not cs}
@@ -178,6 +192,7 @@ class Ingestor:
         fingerprints = [self.fingerprint(d) for d in changed]
         changed, per_doc = self.with_languages(collection, changed, per_doc)
         texts = [index_text(d.title, c.section, c.text) for d, cs in zip(changed, per_doc, strict=True) for c in cs]
+        self._stage("embedding", report)
         t0 = time.perf_counter()
         vectors = self.embedder.embed_documents(texts)
         report.embed_seconds += time.perf_counter() - t0
@@ -186,7 +201,9 @@ class Ingestor:
         for doc, chunks, fingerprint in zip(changed, per_doc, fingerprints, strict=True):
             items.append(IngestItem(doc, chunks, vectors[offset : offset + len(chunks)], fingerprint))
             offset += len(chunks)
+        self._stage("writing", report)
         self.store.write(collection, items)
         report.added += sum(1 for d in changed if d.id not in known)
         report.updated += sum(1 for d in changed if d.id in known)
         report.chunks += offset
+        self._stage("written", report)

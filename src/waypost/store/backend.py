@@ -11,6 +11,7 @@ from pathlib import Path
 from waypost.base import DocumentStore
 from waypost.store.protocols import GraphRepository, RouteLog, TreeRepository
 from waypost.store.sqlite import SQLiteStore
+from waypost.store.sqlite_control import SQLiteControl
 from waypost.store.sqlite_graphs import SQLiteGraphRepository
 from waypost.store.sqlite_routes import SQLiteRouteLog
 from waypost.store.sqlite_trees import SQLiteTreeRepository
@@ -50,4 +51,12 @@ def open_backend(directory: str | Path) -> Backend:
     return Backend(str(path), documents, SQLiteTreeRepository(path), SQLiteGraphRepository(path), SQLiteRouteLog(path))
 
 
-__all__ = ["Backend", "open_backend", "store_exists"]
+CONTROL_FILE = "control.sqlite"  # a server's tenants, key hashes and jobs, in its root directory
+
+
+def open_control(directory: str | Path) -> SQLiteControl:
+    """The control plane kept in ``directory`` (a ``TenantDirectory`` and a ``JobLog``), created if missing."""
+    return SQLiteControl(Path(directory) / CONTROL_FILE)
+
+
+__all__ = ["Backend", "open_backend", "open_control", "store_exists"]

@@ -1,0 +1,127 @@
+"""The ASGI application: ``create_app(ServerConfig(root=...))``; ``waypost serve`` runs it with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+
+from waypost import __version__
+from waypost.errors import CollectionNotFoundError, FilterError, InvalidInputError, ModelMismatchError, WaypostError
+from waypost.server.config import ServerConfig
+from waypost.server.deps import ServerState
+from waypost.server.jobs import JobRunner
+from waypost.server.routes import answer, collections, health, jobs, query, uploads
+from waypost.server.tenants import TenantEngines
+from waypost.store.backend import open_control
+from waypost.store.control import ControlError
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
+    return JSONResponse({"error": message, "detail": detail}, status_code=status)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
+        detail = None if isinstance(exc.detail, str) else exc.detail
+        response = _error(exc.status_code, message, detail)
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        return _error(422, "the request does not match the API's schema", errors)
+
+    @app.exception_handler(WaypostError)
+    async def waypost_error(_: Request, exc: WaypostError) -> JSONResponse:
+        if isinstance(exc, CollectionNotFoundError):
+            return _error(404, str(exc))
+        if isinstance(exc, ModelMismatchError):
+            return _error(409, str(exc))
+        status = 400 if isinstance(exc, (InvalidInputError, FilterError)) else 400
+        return _error(status, str(exc))
+
+    @app.exception_handler(ControlError)
+    async def control_error(_: Request, exc: ControlError) -> JSONResponse:
+        return _error(409, str(exc))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return _error(500, f"internal error ({type(exc).__name__}); the server log has the details")
+
+
+def create_app(config: ServerConfig) -> FastAPI:
+    control = open_control(config.root)
+    engines = TenantEngines(config.root, config.engine)
+    runner = JobRunner(
+        control, control, engines, config.root / "spool", config.job_workers, config.max_job_attempts
+    )
+    state = ServerState(config, control, engines, runner)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runner.resume_unfinished()
+        state.ready = True
+        mcp_lifespan = getattr(app.state, "mcp_lifespan", None)
+        try:
+            if mcp_lifespan is not None:
+                async with mcp_lifespan():
+                    yield
+            else:
+                yield
+        finally:
+            state.ready = False
+            runner.close(wait=True)
+            engines.close()
+
+    app = FastAPI(
+        title="waypost",
+        version=__version__,
+        description="Adaptive retrieval over your documents: collections, ingestion jobs, retrieval "
+        "(`auto` picks the pipeline), comparisons and cited answers. Every /v1 route takes an API key.",
+        lifespan=lifespan,
+    )
+    app.state.waypost = state
+    add_error_handlers(app)
+    if config.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
+        )
+    for module in (health, collections, uploads, jobs, query, answer):
+        app.include_router(module.router)
+    mount_extras(app, state)
+    return app
+
+
+def mount_extras(app: FastAPI, state: ServerState) -> None:
+    """The playground at ``/`` and MCP at ``/mcp``, when their modules are present."""
+    try:
+        from waypost.server.playground import mount_playground
+    except ImportError:
+        log.debug("no playground module")
+    else:
+        mount_playground(app)
+    try:
+        from waypost.server.mcp_http import mount_mcp
+    except ImportError:
+        log.debug("no MCP module")
+    else:
+        mount_mcp(app, state)

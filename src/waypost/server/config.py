@@ -1,0 +1,32 @@
+"""What a server is started with; read from the command line or given in code, never from the environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from waypost.engine import EngineConfig
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+@dataclass
+class ServerConfig:
+    root: Path  # control.sqlite, tenants/<tenant id>/ (each tenant's store), spool/ (uploads of unfinished jobs)
+    engine: EngineConfig = field(default_factory=EngineConfig)  # every tenant's engine is made from this
+    auth: bool = True  # False only on a loopback address (``waypost serve --no-auth``): one local tenant
+    host: str = "127.0.0.1"
+    cors_origins: tuple[str, ...] = ()  # closed by default
+    max_file_bytes: int = 32 * 1024 * 1024
+    max_upload_bytes: int = 128 * 1024 * 1024  # one request, all files together
+    max_files: int = 1000
+    job_workers: int = 1  # ingestion runs on its own threads, apart from request handling
+    max_job_attempts: int = 3  # a job whose worker died this often (kill -9 mid-run) fails instead of resuming
+    heartbeat_s: float = 10.0  # server-sent events: a comment line this often while nothing else is sent
+    query_threads: int = 8  # retrieval and answers run on a thread pool of this size
+    max_k: int = 100
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        if not self.auth and self.host not in LOOPBACK:
+            raise ValueError(f"--no-auth is only allowed on a loopback address, not {self.host!r}")

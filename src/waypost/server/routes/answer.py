@@ -1,0 +1,75 @@
+"""Cited answers, whole or streamed as server-sent events: ``retrieval`` (hits and their source numbers)
+first, then ``token`` events, then ``done`` (citations, usage and cost) or ``error``. A client that goes
+away stops the generation."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from fastapi import APIRouter
+
+from waypost.answer.model import Answer
+from waypost.errors import WaypostError
+from waypost.server.deps import Reader, State, TenantEngine, open_collection
+from waypost.server.models import AnswerIn, AnswerOut, CitationOut, ErrorOut
+from waypost.server.sse import sse_event, sse_response
+from waypost.server.views import hits_out
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/v1", tags=["answers"], responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+
+
+def answer_out(answer: Answer) -> AnswerOut:
+    data = answer.to_dict()
+    return AnswerOut(
+        question=answer.question,
+        answer=answer.text,
+        mode=answer.mode,
+        supported=answer.supported,
+        citations=[CitationOut(**c) for c in data["citations"]],
+        hits=hits_out(answer.hits),
+        usage=data["metadata"],
+    )
+
+
+@router.post(
+    "/answer",
+    response_model=AnswerOut,
+    responses={200: {"content": {"text/event-stream": {}}}, 400: {"model": ErrorOut}},
+)
+async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) -> Any:
+    """Answer a question from a collection with citations (an LLM if configured, else extractive)."""
+    coll = await open_collection(engine, body.collection)
+    if not body.stream:
+        return answer_out(await coll.answer(body.question, body.strategy, body.k, body.params))
+
+    async def events() -> AsyncIterator[str]:
+        try:
+            stream = await coll.stream_answer(body.question, body.strategy, body.k, body.params)
+        except WaypostError as exc:
+            yield sse_event("error", {"error": str(exc)})
+            return
+        try:
+            hits = hits_out(stream.hits)
+            yield sse_event("retrieval", {"hits": [h.model_dump() for h in hits], "sources": len(hits)})
+            while (token := await coll.next_token(stream)) is not None:
+                yield sse_event("token", {"text": token})
+            final = stream.answer
+            if final is None:
+                yield sse_event("error", {"error": "the answer stream ended without an answer"})
+                return
+            done = answer_out(final).model_dump()
+            done.pop("hits")
+            yield sse_event("done", done)
+        except WaypostError as exc:
+            yield sse_event("error", {"error": str(exc)})
+        finally:  # finished, failed or the client left: the LLM lets go now
+            with anyio.CancelScope(shield=True):
+                await engine.run(stream.close)
+            log.debug("answer stream closed")
+
+    return sse_response(events(), state.config.heartbeat_s)
+

@@ -1,0 +1,193 @@
+"""Uploads: files (multipart) or JSON documents, checked whole before anything is kept, spooled to disk,
+then ingested by a job (202 with the job). An ``Idempotency-Key`` makes a retried upload a no-op."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Header, HTTPException, Request, Response
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from waypost.ingest.loaders import LOADERS
+from waypost.server.deps import State, TenantEngine, Writer, open_collection
+from waypost.server.jobs import new_job_id
+from waypost.server.models import DocumentsIn, ErrorOut, JobOut
+from waypost.server.views import job_out
+from waypost.store.control import JobRecord
+
+router = APIRouter(prefix="/v1/collections", tags=["documents"])
+BINARY_TYPES = {".pdf"}
+UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                    "required": ["files"],
+                }
+            },
+            "application/json": {"schema": {"$ref": "#/components/schemas/DocumentsIn"}},
+        },
+    }
+}
+
+
+class Refused(HTTPException):
+    """The whole upload is refused (nothing is kept); ``detail`` names each bad file."""
+
+
+def check_name(name: str | None) -> str:
+    """An uploaded file's name becomes its document id: a plain name, never a path."""
+    if not name:
+        raise Refused(400, "every uploaded file needs a file name")
+    clean = unicodedata.normalize("NFC", name)
+    if (
+        any(c in clean for c in "/\\\0")
+        or clean in (".", "..")
+        or clean.startswith(".")
+        or any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in clean)
+        or len(clean.encode("utf-8", "surrogatepass")) > 255
+    ):
+        raise Refused(400, f"file name {name!r} is not a plain file name (no paths, control characters or dot files)")
+    return clean
+
+
+def check_content(name: str, data: bytes, max_bytes: int) -> None:
+    suffix = Path(name).suffix.lower()
+    if suffix not in LOADERS:
+        raise Refused(415, f"{name}: unsupported type {suffix or '(no extension)'}; supported: {sorted(LOADERS)}")
+    if not data:
+        raise Refused(400, f"{name}: the file is empty")
+    if len(data) > max_bytes:
+        raise Refused(413, f"{name}: {len(data)} bytes, over the {max_bytes}-byte limit per file")
+    if suffix in BINARY_TYPES:
+        if suffix == ".pdf" and not data.startswith(b"%PDF"):
+            raise Refused(415, f"{name}: not a PDF file")
+        return
+    if b"\x00" in data[:65536]:
+        raise Refused(415, f"{name}: binary content in a {suffix} file")
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise Refused(422, f"{name}: not valid UTF-8 at byte {exc.start}") from None
+
+
+async def read_files(request: Request, max_files: int, max_file: int) -> list[tuple[str, bytes]]:
+    try:
+        form = await request.form(max_files=max_files, max_fields=max_files + 10)
+    except Exception as exc:  # starlette raises its own errors for malformed or oversized multipart bodies
+        raise Refused(400, f"unreadable multipart body: {exc}") from None
+    try:
+        uploads = [v for v in form.getlist("files") if isinstance(v, UploadFile)]
+        if not uploads:
+            raise Refused(400, "a multipart upload sends its files in the field 'files'")
+        files: list[tuple[str, bytes]] = []
+        seen: set[str] = set()
+        for upload in uploads:
+            name = check_name(upload.filename)
+            if name in seen:
+                raise Refused(400, f"{name}: the same file name twice in one upload")
+            seen.add(name)
+            if upload.size is not None and upload.size > max_file:
+                raise Refused(413, f"{name}: {upload.size} bytes, over the {max_file}-byte limit per file")
+            data = await upload.read(max_file + 1)
+            check_content(name, data, max_file)
+            files.append((name, data))
+        return files
+    finally:
+        await form.close()
+
+
+async def read_documents(request: Request) -> list[tuple[str, bytes]]:
+    try:
+        body = DocumentsIn.model_validate_json(await request.body())
+    except ValidationError as exc:
+        raise Refused(422, json.loads(exc.json(include_url=False, include_context=False))) from None
+    lines = [
+        json.dumps({"_id": d.id, "title": d.title, "text": d.text, "metadata": d.metadata}, ensure_ascii=False)
+        for d in body.documents
+    ]
+    return [("documents.jsonl", ("\n".join(lines) + "\n").encode())]
+
+
+def request_hash(collection: str, files: list[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256(collection.encode())
+    for name, data in files:
+        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+@router.post(
+    "/{name}/documents",
+    status_code=202,
+    response_model=JobOut,
+    openapi_extra=UPLOAD_BODY,
+    responses={
+        404: {"model": ErrorOut},
+        409: {"model": ErrorOut},
+        413: {"model": ErrorOut},
+        415: {"model": ErrorOut},
+        422: {"model": ErrorOut},
+    },
+)
+async def upload(
+    name: str,
+    request: Request,
+    response: Response,
+    principal: Writer,
+    engine: TenantEngine,
+    state: State,
+    idempotency_key: str | None = Header(default=None, max_length=200),
+) -> JobOut:
+    """Add files (multipart field ``files``) or JSON documents to a collection: 202 with the ingestion job."""
+    config = state.config
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > config.max_upload_bytes:
+        raise HTTPException(413, f"the upload is {length} bytes, over the {config.max_upload_bytes}-byte limit")
+    coll = await open_collection(engine, name)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "multipart/form-data":
+        files = await read_files(request, config.max_files, config.max_file_bytes)
+    elif content_type == "application/json":
+        files = await read_documents(request)
+    else:
+        raise HTTPException(415, "send files as multipart/form-data (field 'files') or documents as application/json")
+    if sum(len(d) for _, d in files) > config.max_upload_bytes:
+        raise HTTPException(413, f"the upload is over the {config.max_upload_bytes}-byte limit")
+    job_id = new_job_id()
+    folder = state.runner.spool_dir(job_id)
+    spooled: list[dict[str, Any]] = []
+    try:
+        for i, (file_name, data) in enumerate(files):
+            path = folder / str(i) / file_name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            spooled.append({"name": file_name, "path": str(path), "bytes": len(data)})
+        now = time.time()
+        digest = request_hash(coll.name, files)
+        job = JobRecord(
+            job_id, principal.tenant.id, coll.name, "queued", now, now, files=spooled,
+            idempotency_key=idempotency_key, request_hash=digest,
+        )  # fmt: skip
+        stored, created = await engine.run(lambda: state.control.create_job(job))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if not created:
+        shutil.rmtree(folder, ignore_errors=True)
+        if stored.request_hash != digest:
+            raise HTTPException(409, "this Idempotency-Key was used for a different upload")
+        response.headers["Idempotent-Replayed"] = "true"
+        return job_out(stored)
+    state.runner.submit(stored)
+    response.headers["Location"] = f"/v1/jobs/{stored.id}"
+    return job_out(stored)
