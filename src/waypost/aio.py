@@ -38,7 +38,8 @@ class AsyncCollection:
         return self.sync.name
 
     async def info(self) -> CollectionInfo:
-        return await self._run(lambda: self.sync.info)
+        info: CollectionInfo = await self._run(lambda: self.sync.info)
+        return info
 
     async def retrieve(
         self,

@@ -14,7 +14,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from waypost import __version__
-from waypost.errors import CollectionNotFoundError, FilterError, InvalidInputError, ModelMismatchError, WaypostError
+from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.server.config import ServerConfig
 from waypost.server.deps import ServerState
 from waypost.server.jobs import JobRunner
@@ -52,8 +52,7 @@ def add_error_handlers(app: FastAPI) -> None:
             return _error(404, str(exc))
         if isinstance(exc, ModelMismatchError):
             return _error(409, str(exc))
-        status = 400 if isinstance(exc, (InvalidInputError, FilterError)) else 400
-        return _error(status, str(exc))
+        return _error(400, str(exc))  # bad input: InvalidInputError, FilterError and the rest
 
     @app.exception_handler(ControlError)
     async def control_error(_: Request, exc: ControlError) -> JSONResponse:
@@ -68,9 +67,7 @@ def add_error_handlers(app: FastAPI) -> None:
 def create_app(config: ServerConfig) -> FastAPI:
     control = open_control(config.root)
     engines = TenantEngines(config.root, config.engine)
-    runner = JobRunner(
-        control, control, engines, config.root / "spool", config.job_workers, config.max_job_attempts
-    )
+    runner = JobRunner(control, control, engines, config.root / "spool", config.job_workers, config.max_job_attempts)
     state = ServerState(config, control, engines, runner)
 
     @asynccontextmanager

@@ -72,4 +72,3 @@ async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) 
             log.debug("answer stream closed")
 
     return sse_response(events(), state.config.heartbeat_s)
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import islice
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
@@ -12,7 +13,7 @@ from waypost.server.models import CollectionIn, CollectionList, CollectionOut, D
 from waypost.server.views import collection_out, document_out, document_summary
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"], responses={401: {"model": ErrorOut}})
-NOT_FOUND = {404: {"model": ErrorOut}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 
 
 @router.get("", response_model=CollectionList)

@@ -44,7 +44,9 @@ async def get_job(job_id: str, principal: Reader, state: State, engine: TenantEn
     return job_out(await find_job(state, engine, principal.tenant.id, job_id))
 
 
-@router.get("/{job_id}/events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
+@router.get(
+    "/{job_id}/events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}}
+)
 async def job_events(job_id: str, principal: Reader, state: State, engine: TenantEngine) -> StreamingResponse:
     """``progress`` events (the job as GET returns it) whenever it changes, then ``done`` when it finishes."""
     tenant_id = principal.tenant.id
