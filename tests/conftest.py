@@ -11,6 +11,7 @@ import pytest
 
 from tests.cli_runner import Cli
 from tests.llama_server import LlamaServer
+from tests.server_fixtures import LiveServer, live_server
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 
@@ -44,3 +45,11 @@ def llama_server() -> Iterator[LlamaServer]:
     srv.start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, minilm: Embedder) -> Iterator[LiveServer]:
+    """One real waypost server on 127.0.0.1 for the session (tenants alpha and beta; keys of every scope).
+    Tests make their own collections, named after themselves, so they never step on each other."""
+    with live_server(tmp_path_factory.mktemp("server"), minilm) as srv:
+        yield srv
