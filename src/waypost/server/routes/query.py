@@ -141,3 +141,14 @@ async def feedback(body: FeedbackIn, _: Writer, engine: TenantEngine) -> Feedbac
             raise HTTPException(404, str(exc)) from None
         raise
     return FeedbackOut(recorded=True, document_id=entry.document_id, span=[entry.start, entry.end])
+
+
+@router.get("/stats/routes")
+async def stats_routes(_: Reader, engine: TenantEngine, collection: str | None = None) -> dict[str, Any]:
+    """This tenant's routed queries: the distribution of pipelines, confidence, retries and latency
+    (``waypost stats --routes``); never another tenant's."""
+    from waypost.route.telemetry import route_stats
+
+    if collection is not None:
+        await open_collection(engine, collection)
+    return await engine.run(lambda: route_stats(engine.sync, collection))
