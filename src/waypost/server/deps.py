@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
@@ -31,9 +31,15 @@ class ServerState:
     runner: JobRunner
     ready: bool = False
     local: Principal | None = None  # the one principal of a --no-auth server
+    _async: dict[str, AsyncEngine] = field(default_factory=dict)
 
     def async_engine(self, principal: Principal) -> AsyncEngine:
-        return AsyncEngine(self.engines.engine(principal.tenant), self.config.query_threads)
+        """The tenant's engine for async code; one per tenant, so its thread limit holds across requests."""
+        engine = self.engines.engine(principal.tenant)
+        found = self._async.get(principal.tenant.id)
+        if found is None or found.sync is not engine:
+            found = self._async.setdefault(principal.tenant.id, AsyncEngine(engine, self.config.query_threads))
+        return found
 
 
 def server_state(request: Request) -> ServerState:
