@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance.control_suite import ControlConformance
 from tests.conformance.description_suite import DescriptionConformance
 from tests.conformance.graph_suite import GraphRepositoryConformance
 from tests.conformance.purge_suite import PurgeConformance
@@ -10,7 +11,7 @@ from tests.conformance.route_suite import RouteLogConformance
 from tests.conformance.store_suite import Reopen, StoreConformance
 from tests.conformance.tree_suite import TreeRepositoryConformance
 from waypost.base import DocumentStore
-from waypost.store.backend import Backend, open_backend
+from waypost.store.backend import Backend, open_backend, open_control
 from waypost.store.sqlite import SQLiteStore
 
 
@@ -71,3 +72,13 @@ class TestSQLiteRoutes(RouteLogConformance):
     @pytest.fixture
     def routes(self, backend: Backend) -> object:
         return backend.routes
+
+
+class TestSQLiteControl(ControlConformance):
+    @pytest.fixture
+    def control(self, tmp_path: Path) -> object:
+        return open_control(tmp_path)
+
+    @pytest.fixture
+    def reopen(self, tmp_path: Path) -> object:
+        return lambda: open_control(tmp_path)
