@@ -78,3 +78,10 @@ def test_strategies_and_post_stages_do_not_import_the_router(layer: str) -> None
 
 def test_filters_do_not_import_the_index() -> None:
     assert violations("filters", "waypost.index") == []
+
+
+def test_only_the_store_package_knows_its_databases() -> None:
+    found = []
+    for layer in sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name not in ("store", "__pycache__")):
+        found += [v for v in violations(layer, "waypost.store") if ".sqlite" in v.partition(" -> ")[2]]
+    assert found == []

@@ -17,8 +17,7 @@ from waypost.server.auth import Principal, authenticate
 from waypost.server.config import ServerConfig
 from waypost.server.jobs import JobRunner
 from waypost.server.tenants import LOCAL_TENANT, TenantEngines
-from waypost.store.control import ApiKey
-from waypost.store.sqlite_control import SQLiteControl
+from waypost.store.control import ApiKey, ControlStore
 
 bearer = HTTPBearer(auto_error=False, description="An API key: `waypost key create TENANT --scope read`")
 
@@ -26,7 +25,7 @@ bearer = HTTPBearer(auto_error=False, description="An API key: `waypost key crea
 @dataclass
 class ServerState:
     config: ServerConfig
-    control: SQLiteControl
+    control: ControlStore
     engines: TenantEngines
     runner: JobRunner
     ready: bool = False

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from waypost.base import DocumentStore
+from waypost.store.control import ControlStore
 from waypost.store.protocols import GraphRepository, RouteLog, TreeRepository
 from waypost.store.sqlite import SQLiteStore
 from waypost.store.sqlite_control import SQLiteControl
@@ -54,7 +55,7 @@ def open_backend(directory: str | Path) -> Backend:
 CONTROL_FILE = "control.sqlite"  # a server's tenants, key hashes and jobs, in its root directory
 
 
-def open_control(directory: str | Path) -> SQLiteControl:
+def open_control(directory: str | Path) -> ControlStore:
     """The control plane kept in ``directory`` (a ``TenantDirectory`` and a ``JobLog``), created if missing."""
     return SQLiteControl(Path(directory) / CONTROL_FILE)
 

@@ -153,3 +153,7 @@ class JobLog(Protocol):
     def unfinished(self) -> list[JobRecord]:
         """Every tenant's jobs not yet succeeded, failed or cancelled, oldest first."""
         ...
+
+
+class ControlStore(TenantDirectory, JobLog, Protocol):
+    """Both halves of the control plane, as one store provides them."""
