@@ -16,6 +16,7 @@ import uvicorn
 
 from tests.llama_server import free_port
 from waypost.base import Embedder
+from waypost.embeddings.factory import _shared as shared_embedders
 from waypost.embeddings.factory import share_embedder, unshare_embedder
 from waypost.engine import EngineConfig
 from waypost.server.app import create_app
@@ -59,6 +60,7 @@ class LiveServer:
 def live_server(root: Path, embedder: Embedder, **config: Any) -> Iterator[LiveServer]:
     """Serve ``root`` on a free loopback port until the block ends; tenants alpha and beta, each with keys
     ``read``, ``write`` and ``admin``."""
+    nested = shared_embedders.get(embedder.model_id) is embedder  # a server started inside another's lifetime
     share_embedder(embedder)
     control = open_control(root)
     keys: dict[str, str] = {}
@@ -88,4 +90,5 @@ def live_server(root: Path, embedder: Embedder, **config: Any) -> Iterator[LiveS
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-        unshare_embedder(embedder.model_id)
+        if not nested:  # the outer server's tenants may still open engines with it
+            unshare_embedder(embedder.model_id)

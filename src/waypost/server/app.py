@@ -8,16 +8,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from waypost import __version__
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
 from waypost.server.config import ServerConfig
 from waypost.server.deps import ServerState
 from waypost.server.jobs import JobRunner
+from waypost.server.models import ErrorOut
 from waypost.server.routes import answer, collections, health, jobs, query, uploads
 from waypost.server.tenants import TenantEngines
 from waypost.store.backend import open_control
@@ -25,6 +27,13 @@ from waypost.store.control import ControlError
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
+API_ERRORS: dict[int | str, dict[str, Any]] = {  # what any /v1 route may answer besides its own codes
+    400: {"model": ErrorOut, "description": "Bad input (an unusable name, filter or parameter)"},
+    401: {"model": ErrorOut, "description": "Missing, invalid or revoked API key"},
+    403: {"model": ErrorOut, "description": "The key lacks the scope this route needs"},
+    404: {"model": ErrorOut, "description": "No such collection, document or job (for this key's tenant)"},
+    422: {"model": ErrorOut, "description": "The request does not match the API's schema"},
+}
 
 
 def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
@@ -32,7 +41,7 @@ def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
 
 
 def add_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(HTTPException)
+    @app.exception_handler(HTTPException)  # starlette's: FastAPI raises it too (a body it cannot parse, 404, 405)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
         detail = None if isinstance(exc.detail, str) else exc.detail
@@ -102,8 +111,9 @@ def create_app(config: ServerConfig) -> FastAPI:
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
         )
-    for module in (health, collections, uploads, jobs, query, answer):
-        app.include_router(module.router)
+    app.include_router(health.router)
+    for module in (collections, uploads, jobs, query, answer):
+        app.include_router(module.router, responses=API_ERRORS)
     mount_extras(app, state)
     return app
 

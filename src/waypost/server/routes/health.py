@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from waypost.server.auth import Principal
 from waypost.server.deps import State, current_principal
-from waypost.server.models import WhoAmI
+from waypost.server.models import ErrorOut, WhoAmI
 
 router = APIRouter(tags=["health"])
 
@@ -26,6 +26,6 @@ async def readyz(state: State) -> JSONResponse:
     return JSONResponse({"status": "ready"})
 
 
-@router.get("/v1/whoami", response_model=WhoAmI, tags=["auth"])
+@router.get("/v1/whoami", response_model=WhoAmI, tags=["auth"], responses={401: {"model": ErrorOut}})
 async def whoami(principal: Annotated[Principal, Depends(current_principal)]) -> WhoAmI:
     return WhoAmI(tenant=principal.tenant.name, key_id=principal.key.id, scopes=list(principal.key.scopes))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
 from waypost.ingest.loaders import LOADERS
@@ -24,6 +24,28 @@ from waypost.store.control import JobRecord
 
 router = APIRouter(prefix="/v1/collections", tags=["documents"])
 BINARY_TYPES = {".pdf"}
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with its nested models written in place: a ``$ref`` here would point at a
+    component the OpenAPI document lacks (no route declares these models as its body)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(defs[ref.removeprefix("#/$defs/")])
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
 UPLOAD_BODY = {
     "requestBody": {
         "required": True,
@@ -35,7 +57,7 @@ UPLOAD_BODY = {
                     "required": ["files"],
                 }
             },
-            "application/json": {"schema": {"$ref": "#/components/schemas/DocumentsIn"}},
+            "application/json": {"schema": inline_schema(DocumentsIn)},
         },
     }
 }
