@@ -20,6 +20,8 @@ def test_upload_then_retrieve_and_answer(server: LiveServer) -> None:
         hits = c.post("/v1/retrieve", json={"collection": "smoke", "query": "capital of Germany", "k": 2}).json()
         assert hits["hits"][0]["document_id"] == "berlin.md"
         assert hits["route"] is not None and hits["route"]["pipeline"]
+        listed = c.get("/v1/collections/smoke/documents").json()["documents"]
+        assert sorted(d["source"] for d in listed) == ["berlin.md", "paris.txt"]  # never the spool path
         answer = c.post("/v1/answer", json={"collection": "smoke", "question": "What is the capital of France?"})
         assert answer.status_code == 200
         assert answer.json()["citations"][0]["document_id"] == "paris.txt"

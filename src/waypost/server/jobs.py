@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 import uuid
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -162,8 +163,8 @@ class JobRunner:
                 for item in load_path(path, path.parent):
                     if isinstance(item, LoadFailure):
                         failures.append(LoadFailure(_display(item.source, path, spooled["name"]), item.error))
-                    else:
-                        yield item
+                    else:  # the source names the uploaded file, never the server's spool path
+                        yield replace(item, source=_display(item.source or str(path), path, spooled["name"]))
             except LoaderError as exc:
                 failures.append(LoadFailure(spooled["name"], _display(str(exc), path, spooled["name"])))
             parsed[0] += 1
