@@ -134,6 +134,11 @@ async def read_documents(request: Request) -> list[tuple[str, bytes]]:
         body = DocumentsIn.model_validate_json(await request.body())
     except ValidationError as exc:
         raise Refused(422, json.loads(exc.json(include_url=False, include_context=False))) from None
+    seen: set[str] = set()
+    for d in body.documents:  # as with file names: one upload never holds two versions of a document
+        if d.id in seen:
+            raise Refused(400, f"document id {d.id!r} appears twice in one upload")
+        seen.add(d.id)
     lines = [
         json.dumps({"_id": d.id, "title": d.title, "text": d.text, "metadata": d.metadata}, ensure_ascii=False)
         for d in body.documents
