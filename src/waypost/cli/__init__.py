@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # isort: off
 from waypost.cli.app import app, main
-from waypost.cli import collections, query, stats, evaluate, rerank, tree, graph, router, bench, serve  # noqa: F401
+from waypost.cli import collections, query, stats, evaluate, rerank, tree, graph, router, bench, serve, mcp  # noqa: F401
 
 # isort: on
 
