@@ -109,8 +109,12 @@ def create_app(config: ServerConfig) -> FastAPI:
             CORSMiddleware,
             allow_origins=list(config.cors_origins),
             allow_methods=["GET", "POST", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
-        )
+            allow_headers=[
+                "Authorization", "Content-Type", "Idempotency-Key",
+                "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID",
+            ],
+            expose_headers=["Mcp-Session-Id", "Location", "Idempotent-Replayed"],
+        )  # fmt: skip
     app.include_router(health.router)
     for module in (collections, uploads, jobs, query, answer):
         app.include_router(module.router, responses=API_ERRORS)
