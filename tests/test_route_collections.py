@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -10,10 +12,16 @@ import pytest
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError, WaypostError
-from waypost.filters.model import Condition, Op
+from waypost.filters.model import Condition, Filter, Op
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
 from waypost.route.base import Attempt, CollectionChoice
-from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, parse_collection_reply
+from waypost.route.collections import (
+    FUSE_RATIO,
+    SIGNALS,
+    EmbeddingCollectionSelector,
+    LLMCollectionSelector,
+    parse_collection_reply,
+)
 from waypost.route.config import RouterConfig
 from waypost.route.router import Router
 from waypost.route.selectors.heuristic import HeuristicSelector
@@ -77,6 +85,49 @@ def test_close_collections_are_fused_and_search_explains_the_choice(three: Engin
     named = three.search("moons of planets", k=2, collections=["recipes"], strategy="hybrid")
     assert "chosen by given" in named.explanation.notes[0]
     assert {h.chunk.document_id for h in named.hits} <= {d.id for d in RECIPES}
+
+
+class Probed(EmbeddingCollectionSelector):
+    """The embedding selector over set probe values (one signal, weight 1): the logits are the values."""
+
+    def __init__(self, engine: Engine, probes: Mapping[str, float], fuse_ratio: float = FUSE_RATIO) -> None:
+        super().__init__(engine, weights={"probe": 1.0}, fuse_ratio=fuse_ratio)
+        self.probes = dict(probes)
+
+    def signals(
+        self,
+        query: str,
+        names: Sequence[str],
+        query_vectors: Mapping[str, object] | None = None,
+        skip_identical: bool = False,
+    ) -> dict[str, dict[str, float]]:
+        return {n: {**dict.fromkeys(SIGNALS, 0.0), "probe": self.probes[n]} for n in names}
+
+
+def test_only_a_near_tie_is_fused_and_by_probability(engine: Engine) -> None:
+    # Fused lists are weighted by probability (k = 60): a runner-up under 61/70 of the best cannot reach a top 10,
+    # so the default fuses only near ties (tuned on the mixed workload's train split: bench_fusion.py).
+    assert FUSE_RATIO == 0.85
+    names = ["a", "b", "c"]
+
+    def chosen(ratio_b: float, ratio_c: float = 0.01, fuse_ratio: float = FUSE_RATIO) -> list[str]:
+        probes = {"a": 0.0, "b": math.log(ratio_b), "c": math.log(ratio_c)}
+        return Probed(engine, probes, fuse_ratio).select("q", names).collections
+
+    assert chosen(0.6) == ["a"]  # fused before (fuse_ratio 0.5): b's hits would sit under a's top 10
+    assert chosen(0.9) == ["a", "b"]
+    assert chosen(0.9, 0.86) == ["a", "b", "c"]
+    assert chosen(0.6, fuse_ratio=0.5) == ["a", "b"]  # still settable
+    assert chosen(1.0, fuse_ratio=1.01) == ["a"]  # above 1: never fuse
+    choice = Probed(engine, {"a": 0.0, "b": math.log(0.9), "c": -5.0}).select("q", names)
+    assert choice.scores["a"] > choice.scores["b"] > choice.scores["c"]  # the fusion weights route.search uses
+    assert abs(choice.scores["b"] / choice.scores["a"] - 0.9) < 1e-3
+
+
+def test_a_profile_may_set_only_the_fuse_ratio(engine: Engine) -> None:
+    selector = EmbeddingCollectionSelector.from_json(engine, '{"fuse_ratio": 1.01}')
+    assert selector.fuse_ratio == 1.01 and selector.weights == EmbeddingCollectionSelector(engine).weights
+    assert EmbeddingCollectionSelector.from_json(engine, "{}").fuse_ratio == FUSE_RATIO
 
 
 def test_a_collection_the_query_names_is_searched(three: Engine) -> None:
@@ -184,8 +235,8 @@ class Unsure:
     def __init__(self, pick: str, confidence: float) -> None:
         self.pick, self.confidence = pick, confidence
 
-    def select(self, query: str, names: list[str], filters: object = None) -> CollectionChoice:
-        scores = {n: (0.5 if n == self.pick else 0.3 if n == "sky" else 0.2) for n in names}
+    def select(self, query: str, collections: Sequence[str], filters: Filter | None = None) -> CollectionChoice:
+        scores = {n: (0.5 if n == self.pick else 0.3 if n == "sky" else 0.2) for n in collections}
         return CollectionChoice([self.pick], self.confidence, "test", self.name, scores)
 
 

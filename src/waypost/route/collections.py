@@ -19,8 +19,9 @@ collection) read through the collection's index (never its name or field names):
 A linear score over them (weights fit as a conditional logit on training queries: see
 ``benchmarks/bench_collections.py``) goes through a softmax over the collections, which makes the
 confidence a calibrated probability. Collections whose probability is within ``fuse_ratio`` of the best
-are returned too, to be fused. A filter the query carries restricts the choice to the collections whose
-metadata has every field it names (when some have them and some do not).
+are returned too, to be fused (weighted by their probabilities: ``route.search``). A filter the query
+carries restricts the choice to the collections whose metadata has every field it names (when some have
+them and some do not).
 
 ``LLMCollectionSelector`` asks an LLM with the names and descriptions; an invalid reply or an invented
 name falls back to the embedding selector, and the reasoning says so."""
@@ -68,7 +69,13 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 SAMPLE_SIZE = 200
 PROBE_K = 3
-FUSE_RATIO = 0.5  # a collection within this share of the best one's probability is searched too
+# A collection within this share of the best one's probability is searched too (a profile's "fuse_ratio" sets
+# it; above 1: never fuse). Fused lists are weighted by probability in reciprocal rank fusion (k = 60), so a
+# runner-up's first hit only reaches the top 10 when its probability is over 61/70 = 0.87 of the best one's:
+# fusing below that runs another collection's pipeline for hits a top 10 never shows. On the mixed workload's
+# TRAIN split (967 queries, benchmarks/bench_fusion.py) ratios 0.5, 0.7, 0.85 and never fusing scored the same
+# on every set (9, 4, 2 and 0 queries fused); 0.85 keeps fusion for near ties, where stage 1 cannot tell.
+FUSE_RATIO = 0.85
 MAX_FUSED = 3
 
 Vector = npt.NDArray[np.float32]
@@ -234,7 +241,7 @@ class EmbeddingCollectionSelector:
         probs /= probs.sum()
         order = np.argsort(-probs, kind="stable")
         best = float(probs[order[0]])
-        chosen = [allowed[i] for i in order[:MAX_FUSED] if probs[i] >= self.fuse_ratio * best]
+        chosen = [allowed[i] for i in order[:MAX_FUSED] if i == order[0] or probs[i] >= self.fuse_ratio * best]
         scores = {allowed[i]: round(float(probs[i]), 4) for i in order}
         lead = max(SIGNALS, key=lambda s: self.weights.get(s, 0.0) * signals[chosen[0]][s])
         reasoning = f"{chosen[0]} scores highest (p={best:.2f}; strongest signal: {lead})"
@@ -256,7 +263,7 @@ class EmbeddingCollectionSelector:
     def from_json(cls, engine: Engine, text: str) -> EmbeddingCollectionSelector:
         try:
             raw = json.loads(text)
-            weights = {str(k): float(v) for k, v in raw["weights"].items()}
+            weights = {str(k): float(v) for k, v in raw.get("weights", DEFAULT_WEIGHTS).items()}
             exemplars = {str(k): [str(t) for t in v] for k, v in raw.get("exemplars", {}).items()}
             fuse_ratio = float(raw.get("fuse_ratio", FUSE_RATIO))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
