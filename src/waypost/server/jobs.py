@@ -172,7 +172,8 @@ class JobRunner:
     def _ingest(self, job: JobRecord, tenant: Tenant) -> IngestReport:
         engine = self.engines.engine(tenant)
         collection = engine.collection(job.collection, create=True)
-        self._write(job.id, state="parsing", counts={"files": len(job.files)})
+        resumed = state_rank(job.state) >= state_rank("parsing")  # a restart found it mid-run: states stay forward
+        self._write(job.id, state=None if resumed else "parsing", counts={"files": len(job.files)})
         report = IngestReport()
         parsed = [0]
         documents = list(self._documents(job, report.failures, parsed))
