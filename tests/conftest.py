@@ -4,6 +4,7 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests.llama_server import LlamaServer
 from tests.server_fixtures import LiveServer, live_server
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
+from waypost.store.pg_cluster import ThrowawayCluster, postgres_available, throwaway_cluster
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +55,21 @@ def server(tmp_path_factory: pytest.TempPathFactory, minilm: Embedder) -> Iterat
     Tests make their own collections, named after themselves, so they never step on each other."""
     with live_server(tmp_path_factory.mktemp("server"), minilm) as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[ThrowawayCluster]:
+    """One throwaway PostgreSQL cluster (with pgvector) on 127.0.0.1 for the session."""
+    if not postgres_available():
+        pytest.skip("PostgreSQL 15 with pgvector is not installed (make install-dev runs scripts/install_postgres.sh)")
+    with throwaway_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg_cluster: ThrowawayCluster) -> Iterator[str]:
+    """A fresh, empty database of the session's cluster for one test; dropped afterwards."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    url = pg_cluster.create_database(name)
+    yield url
+    pg_cluster.drop_database(name)

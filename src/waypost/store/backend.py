@@ -55,9 +55,15 @@ def open_backend(directory: str | Path) -> Backend:
 CONTROL_FILE = "control.sqlite"  # a server's tenants, key hashes and jobs, in its root directory
 
 
-def open_control(directory: str | Path) -> ControlStore:
-    """The control plane kept in ``directory`` (a ``TenantDirectory`` and a ``JobLog``), created if missing."""
-    return SQLiteControl(Path(directory) / CONTROL_FILE)
+def open_control(location: str | Path) -> ControlStore:
+    """The control plane (a ``TenantDirectory`` and a ``JobLog``) kept in the directory ``location``, or in the
+    PostgreSQL database a ``postgresql://`` URL names (its ``?schema=``, else ``public``); created if missing."""
+    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
+        from waypost.store.pg_base import open_database  # psycopg only when PostgreSQL is asked for
+        from waypost.store.postgres_side import PostgresControl
+
+        return PostgresControl(open_database(location))
+    return SQLiteControl(Path(location) / CONTROL_FILE)
 
 
 __all__ = ["Backend", "open_backend", "open_control", "store_exists"]
