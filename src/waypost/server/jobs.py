@@ -9,9 +9,9 @@ import shutil
 import threading
 import time
 import uuid
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

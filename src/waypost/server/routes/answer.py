@@ -12,6 +12,7 @@ import anyio
 from fastapi import APIRouter
 
 from waypost.answer.model import Answer
+from waypost.collection import check_request
 from waypost.errors import WaypostError
 from waypost.server.deps import Reader, State, TenantEngine, open_collection
 from waypost.server.models import AnswerIn, AnswerOut, CitationOut, ErrorOut
@@ -45,6 +46,7 @@ async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) 
     coll = await open_collection(engine, body.collection)
     if not body.stream:
         return answer_out(await coll.answer(body.question, body.strategy, body.k, body.params))
+    check_request(body.question, body.strategy, body.k, body.params)  # a bad request is a 400, not a stream
 
     async def events() -> AsyncIterator[str]:
         try:
