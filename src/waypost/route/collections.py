@@ -70,12 +70,13 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 SAMPLE_SIZE = 200
 PROBE_K = 3
 # A collection within this share of the best one's probability is searched too (a profile's "fuse_ratio" sets
-# it; above 1: never fuse). Fused lists are weighted by probability in reciprocal rank fusion (k = 60), so a
-# runner-up's first hit only reaches the top 10 when its probability is over 61/70 = 0.87 of the best one's:
-# fusing below that runs another collection's pipeline for hits a top 10 never shows. On the mixed workload's
+# it; above 1: never fuse). Fused lists are weighted by probability, so the best collection's hits lead; the
+# runner-up's still reach a document-level top 10 when the best one's hits crowd into few documents or run
+# out, which is how fusion rescues a query whose best collection is the wrong one. On the mixed workload's
 # TRAIN split (967 queries, benchmarks/bench_fusion.py) ratios 0.5, 0.7, 0.85 and never fusing scored the same
-# on every set (9, 4, 2 and 0 queries fused); 0.85 keeps fusion for near ties, where stage 1 cannot tell.
-FUSE_RATIO = 0.85
+# on every set (9, 4, 2 and 0 queries fused), and so did a confidence cap and steeper weights (p**2, p**4);
+# 0.5 searches the query's own collection for the most queries (all but 1, against all but 2).
+FUSE_RATIO = 0.5
 MAX_FUSED = 3
 
 Vector = npt.NDArray[np.float32]
