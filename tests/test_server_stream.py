@@ -43,8 +43,9 @@ class WatchingRelay(Relay):
     def __init__(self, target_port: int) -> None:
         super().__init__(target_port)
         self.hangups: list[tuple[float, str, bool]] = []  # (when, "waypost" | "llm", reply finished)
-        self._tails: dict[socket.socket, bytes] = {}  # client socket -> the last bytes the LLM sent it
+        self._tails: dict[socket.socket, bytes] = {}  # client socket -> the last bytes it was sent
         self._watch = threading.Lock()
+        self.pace_s = 0.0  # a pause before each piece of the reply is passed on: a slow LLM, whatever it says
 
     def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
         from_llm = src.getpeername()[1] == self._target
@@ -52,7 +53,8 @@ class WatchingRelay(Relay):
         try:
             while data := src.recv(65536):
                 if from_llm:
-                    with self._watch:
+                    time.sleep(self.pace_s)
+                    with self._watch:  # noted before it is passed on: waypost cannot have seen it before
                         self._tails[client] = (self._tails.get(client, b"") + data)[-64:]
                 dst.sendall(data)
             with self._watch:
@@ -141,6 +143,7 @@ def test_retrieval_first_then_tokens_then_done_with_heartbeats(env: StreamEnv) -
 
 
 def test_a_client_that_disconnects_stops_the_generation(env: StreamEnv) -> None:
+    env.relay.pace_s = 0.1  # SmolLM2 may answer in a dozen tokens: paced, its reply outlasts the disconnect
     for i in range(6):  # more than the LLM client's 4 concurrent slots: a leaked one would hang the next
         t0 = time.monotonic()
         with env.server.client("alpha:read") as c, c.stream("POST", "/v1/answer", json=ask(f"{LONG} ({i})")) as r:
@@ -153,6 +156,7 @@ def test_a_client_that_disconnects_stops_the_generation(env: StreamEnv) -> None:
         at, side, finished = hangup
         assert side == "waypost" and not finished, "the LLM finished its reply: the generation was not stopped"
         assert at - gone < 5.0
+    env.relay.pace_s = 0.0
     with env.server.client("alpha:read") as c:  # the server still answers, whole
         r = c.post("/v1/answer", json={**ask("What causes tides?"), "stream": False})
         assert r.status_code == 200 and r.json()["mode"] == "llm", r.text
