@@ -11,6 +11,7 @@ import copy
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,3 +185,22 @@ def test_unparseable_json_bodies_and_unknown_routes_answer_with_the_error_body(t
         assert r.status_code == 404 and r.json()["error"]
         r = c.put("/v1/collections")
         assert r.status_code == 405 and r.json()["error"]
+
+
+def test_rerank_never_reads_a_path_on_the_server(target: Target, tmp_path: Path) -> None:
+    """A client names a rerank profile; a path would let it probe or load the server's files."""
+    profile = tmp_path / "probe.json"
+    profile.write_text('{"secret_key": 1}')
+    query = {"collection": COLLECTION, "query": "river", "k": 3}
+    with target.server.client("alpha:read") as c:
+        for spec in (str(profile), "../../probe.json", "cross-encoder:/tmp", "cross-encoder:~/models", "a\\b"):
+            r = c.post("/v1/retrieve", json={**query, "rerank": spec})
+            assert r.status_code == 400 and "paths" in r.json()["error"] and "secret_key" not in r.text, r.text
+        pipelines = [{"strategy": "bm25", "rerank": str(profile)}, {"strategy": "dense"}]
+        r = c.post("/v1/compare", json={"collection": COLLECTION, "query": "river", "pipelines": pipelines})
+        assert r.status_code == 400 and "paths" in r.json()["error"]
+        for spec in ("default", "precision"):  # names still work
+            r = c.post("/v1/retrieve", json={**query, "rerank": spec})
+            assert r.status_code == 200 and r.json()["hits"], r.text
+        r = c.post("/v1/retrieve", json={**query, "rerank": "no-such-profile"})
+        assert r.status_code == 400 and "no rerank profile" in r.json()["error"]

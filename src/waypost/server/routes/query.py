@@ -43,6 +43,18 @@ def filter_of(raw: dict[str, Any] | None) -> Filter | None:
     return None if raw is None else from_obj(raw)
 
 
+def check_rerank(spec: str | None) -> None:
+    """A client names a rerank profile or ``llm``, never a path on the server (a profile file or a model folder)."""
+    if spec is None:
+        return
+    name = spec.strip()
+    if "/" in name or "\\" in name or name.lower().endswith(".json") or name.startswith(("cross-encoder", "~")):
+        raise HTTPException(
+            400, "rerank takes a profile name (default, precision, balanced, recall or a trained profile) or "
+            "llm[:pointwise|listwise]; paths on the server are not accepted",
+        )  # fmt: skip
+
+
 async def run_retrieve(
     coll: AsyncCollection,
     query: str,
@@ -53,6 +65,7 @@ async def run_retrieve(
     passages: PassagesIn | None,
     rerank: str | None,
 ) -> tuple[RetrievalResult, float]:
+    check_rerank(rerank)
     t0 = time.perf_counter()
     result = await coll.retrieve(query, strategy, k, filter_of(filters), params, passage_config(passages), rerank)
     return result, (time.perf_counter() - t0) * 1000
