@@ -30,6 +30,7 @@ class Cli:
         from typer.testing import CliRunner
 
         from waypost.cli import main
+        from waypost.embeddings.factory import _shared as shared_embedders
         from waypost.embeddings.factory import share_embedder, unshare_embedder
 
         runner = CliRunner()
@@ -38,6 +39,7 @@ class Cli:
         # COLUMNS: rich wraps at the terminal's width otherwise, which differs from one run to the next
         with runner.isolation(input=input, env={"COLUMNS": "250", **(env or {})}) as (out, err, _):
             sys.argv = ["waypost", *map(str, args)]
+            already = shared_embedders.get(self.model.model_id) is self.model  # a live test server shares it
             share_embedder(self.model)
             try:
                 main()
@@ -50,7 +52,8 @@ class Cli:
                 traceback.print_exc()
                 code, escaped = 1, exc
             finally:
-                unshare_embedder(self.model.model_id)
+                if not already:
+                    unshare_embedder(self.model.model_id)
                 sys.argv = saved_argv
                 sys.stdout.flush()
                 sys.stderr.flush()
