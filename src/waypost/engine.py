@@ -68,15 +68,17 @@ class EngineConfig:
     query_cache_ttl_s: float = DEFAULT_TTL_S  # and for how long
     collection_selector: str = "embedding"  # how search() chooses collections: embedding | learned:PATH | llm
     router: RouterConfig = field(default_factory=RouterConfig)  # how strategy="auto" picks a pipeline
+    store: str | None = None  # a postgresql:// URL (path is then the local working directory); None: SQLite
 
 
 class Engine:
-    """One store directory: a SQLite system of record plus derived indexes and an embedding cache."""
+    """One store directory: a SQLite system of record (or, with ``config.store``, a PostgreSQL one) plus derived
+    indexes and an embedding cache."""
 
     def __init__(self, path: str | Path, config: EngineConfig | None = None) -> None:
         self.path = Path(path)
         self.config = config or EngineConfig()
-        self.backend = open_backend(self.path)
+        self.backend = open_backend(self.path, self.config.store)
         self.store = self.backend.documents
         self.indexes = IndexCache(
             self.store,

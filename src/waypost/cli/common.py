@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,9 +17,46 @@ from waypost.hierarchy.tree import TreeConfig
 from waypost.post.passages import PassageConfig, PassagePolicy
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.registry import STRATEGIES
-from waypost.store.backend import store_exists
+from waypost.store.backend import database_label, is_database_url, store_exists
 
-StoreOpt = Annotated[Path, typer.Option("--store", "-s", envvar="WAYPOST_STORE", help="Store directory.")]
+if TYPE_CHECKING:
+    _LocalPath = Path
+else:
+    _LocalPath = type(Path())  # Path itself cannot be subclassed before Python 3.12
+
+
+class DatabaseStore(_LocalPath):
+    """``--store postgresql://...``: the path is the engine's local working directory (indexes, caches), named
+    after the URL without its password; ``url`` is the store."""
+
+    url: str = ""
+
+
+def _store_location(value: str | Path) -> Path:
+    text = str(value)
+    if not is_database_url(text):
+        return Path(text)
+    digest = hashlib.sha256(database_label(text).encode("utf-8")).hexdigest()[:16]
+    store = DatabaseStore(Path.home() / ".cache" / "waypost" / "pg" / digest)
+    store.url = text
+    return store
+
+
+def store_url(store: Path) -> str | None:
+    """The PostgreSQL URL ``--store`` gave, or None for a store directory."""
+    return (store.url or None) if isinstance(store, DatabaseStore) else None
+
+
+StoreOpt = Annotated[
+    Path,
+    typer.Option(
+        "--store",
+        "-s",
+        envvar="WAYPOST_STORE",
+        parser=_store_location,
+        help="Store directory, or a postgresql://USER@HOST/DB[?schema=NAME] URL.",
+    ),
+]
 CollOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection name.")]
 ModelOpt = Annotated[
     str | None,
@@ -71,15 +110,28 @@ def _passages(policy: str | None, tokens: int, keep: float, window: int) -> Pass
 
 def _existing(store: Path) -> Path:
     """Commands that read never create a store: a mistyped --store is an error, not an empty store."""
-    if not store_exists(store):
-        raise WaypostError(f"no waypost store at {store} (create one with: waypost add PATH --store {store})")
+    url = store_url(store)
+    if not store_exists(store, url):
+        where = store if url is None else database_label(url)
+        reachable = "" if url is None else " or it cannot be reached"
+        raise WaypostError(
+            f"no waypost store at {where}{reachable} (create one with: waypost add PATH --store {where})"
+        )
     return store
 
 
 def _engine(
     store: Path, model: str | None = None, chunk_tokens: int = 200, fusion: FusionConfig | None = None
 ) -> Engine:
-    return Engine(store, EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=fusion or FusionConfig()))
+    return _open_engine(
+        store, EngineConfig(embed_model=model, chunk_tokens=chunk_tokens, fusion=fusion or FusionConfig())
+    )
+
+
+def _open_engine(store: Path, config: EngineConfig) -> Engine:
+    """An engine on the --store: a directory, or a PostgreSQL database worked on from a local directory."""
+    url = store_url(store)
+    return Engine(store, config if url is None else replace(config, store=url))
 
 
 def _fail(message: str) -> None:

@@ -18,6 +18,8 @@ from waypost.cli.common import (
     _engine,
     _existing,
     _fail,
+    _open_engine,
+    store_url,
 )
 from waypost.cli.graph_views import (
     NO_GRAPH,
@@ -61,7 +63,7 @@ SpacyModelOpt = Annotated[
 def _stored_extractor(store: Path, collection: str) -> tuple[str | None, str | None, str | None]:
     """(extractor kind, spaCy model, reports kind) of the collection's stored graph: ("spacy", MODEL, ...) or
     ("llm", None, ...) with "extractive" or "llm" reports; (None, None, None) without a graph."""
-    with open_backend(_existing(store)) as backend:
+    with open_backend(_existing(store), store_url(store)) as backend:
         record = backend.graphs.record(collection)
     if record is None:
         return None, None, None
@@ -107,7 +109,7 @@ def _graph_engine(
         report_kind, can_extract = "extractive", False
     model = spacy_model or (stored_model if stored == "spacy" else None) or DEFAULT_SPACY_MODEL
     config = EngineConfig(llm=llm, graph_extractor=kind, spacy_model=model, graph_reports=report_kind)
-    return Engine(_existing(store), config), can_extract
+    return _open_engine(_existing(store), config), can_extract
 
 
 def _graph_status(live: LiveGraph) -> dict[str, Any]:

@@ -32,9 +32,10 @@ from waypost.cli.common import (
     _existing,
     _fail,
     _filters,
+    _open_engine,
     _passages,
 )
-from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
+from waypost.engine import DEFAULT_COLLECTION, EngineConfig
 from waypost.post.passages import PassageConfig
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
@@ -162,7 +163,7 @@ def query(
     config.router = RouterConfig(selector=router_selector, profile=router_profile)
     config.router.check()
     replay = _replayed(pipeline, strategy, param, passages, rerank)
-    with Engine(_existing(store), config) as engine:
+    with _open_engine(_existing(store), config) as engine:
         if collection == AUTO and replay is None:  # stage 1: the engine chooses the collections
             if param or passages is not None or rerank is not None:
                 _fail("--collection auto takes no --param, --passages or --rerank")
@@ -225,7 +226,7 @@ def ask(
     params = split_assignments(param)
     config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
     passage_config = _passages(passages, passage_tokens, PassageConfig.keep, PassageConfig.window)
-    with Engine(_existing(store), config) as engine:
+    with _open_engine(_existing(store), config) as engine:
         if collection == AUTO:  # stage 1: the answer comes from the collection the engine chooses
             from waypost.route.search import choice_note, choose_collections
 

@@ -17,8 +17,9 @@ from waypost.cli.common import (
     StrategyOpt,
     _existing,
     _fail,
+    _open_engine,
 )
-from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
+from waypost.engine import DEFAULT_COLLECTION, EngineConfig
 from waypost.errors import WaypostError
 
 
@@ -36,7 +37,7 @@ def feedback(
     if rejected and rating is not None:
         _fail("give --rejected or --rating, not both")
     kind = "rejected" if rejected else ("rating" if rating is not None else "used")
-    with Engine(_existing(store)) as engine:
+    with _open_engine(_existing(store), EngineConfig()) as engine:
         entry = engine.collection(collection).feedback(query_text, chunk_id, kind, rating)
     console.print(
         f"recorded: {entry.kind} (label {entry.label:.2f}) for {entry.document_id} chars {entry.start}-{entry.end}"

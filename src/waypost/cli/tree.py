@@ -18,6 +18,7 @@ from waypost.cli.common import (
     _engine,
     _existing,
     _fail,
+    _open_engine,
     _tree_config,
 )
 from waypost.engine import DEFAULT_COLLECTION, Engine, EngineConfig
@@ -28,7 +29,7 @@ app.add_typer(tree_app, name="tree")
 
 def _tree_engine(store: Path, llm: str, summarizer: str, shape: str | None = None) -> Engine:
     tree = None if shape is None else _tree_config(shape)
-    return Engine(_existing(store), EngineConfig(llm=llm, tree_summarizer=summarizer, tree=tree))
+    return _open_engine(_existing(store), EngineConfig(llm=llm, tree_summarizer=summarizer, tree=tree))
 
 
 SummarizerOpt = Annotated[str, typer.Option(help="extractive (no LLM) or llm (needs --llm).")]

@@ -1,7 +1,9 @@
-"""Where a store lives and what it is made of: the one place that knows the embedded backend is SQLite.
+"""Where a store lives and what it is made of: the one place that knows the embedded backend is SQLite and
+the server backend PostgreSQL.
 
-``open_backend(directory)`` gives the documents, trees and graphs of the store kept in ``directory``;
-everything outside ``waypost.store`` goes through it and the protocols, never through file names."""
+``open_backend(directory)`` gives the documents, trees and graphs of the store kept in ``directory`` (or, with
+a ``postgresql://`` URL, in that database); everything outside ``waypost.store`` goes through it and the
+protocols, never through file names."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from waypost.base import DocumentStore
+from waypost.errors import WaypostError
 from waypost.store.control import ControlStore
 from waypost.store.protocols import GraphRepository, RouteLog, TreeRepository
 from waypost.store.sqlite import SQLiteStore
@@ -18,6 +21,7 @@ from waypost.store.sqlite_routes import SQLiteRouteLog
 from waypost.store.sqlite_trees import SQLiteTreeRepository
 
 SQLITE_FILE = "store.sqlite"  # the system of record and the derived tables, in the store directory
+DATABASE_MARKER = "database"  # in the working directory of a PostgreSQL store: which one (no password)
 
 
 @dataclass(frozen=True)
@@ -40,16 +44,62 @@ class Backend:
         self.close()
 
 
-def store_exists(directory: str | Path) -> bool:
-    """Whether ``directory`` holds a store (reading commands refuse to create one)."""
-    return (Path(directory) / SQLITE_FILE).exists()
+def is_database_url(location: object) -> bool:
+    """Whether ``location`` names a PostgreSQL database (``postgresql://...``) rather than a directory."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
-def open_backend(directory: str | Path) -> Backend:
-    """The store kept in ``directory``, created if missing."""
-    path = Path(directory) / SQLITE_FILE
-    documents = SQLiteStore(path)
-    return Backend(str(path), documents, SQLiteTreeRepository(path), SQLiteGraphRepository(path), SQLiteRouteLog(path))
+def database_label(url: str) -> str:
+    """``url`` without its password: what messages, logs and local directory names may show."""
+    from waypost.store.pg_base import redact
+
+    return redact(url)
+
+
+def store_exists(directory: str | Path, url: str | None = None) -> bool:
+    """Whether ``directory`` holds a store, or with ``url`` whether that database can be reached and holds
+    waypost's documents (reading commands refuse to create one)."""
+    if url is None:
+        return (Path(directory) / SQLITE_FILE).exists()
+    from waypost.store.postgres_schema import documents_exist
+
+    return documents_exist(url)
+
+
+def open_backend(directory: str | Path, url: str | None = None) -> Backend:
+    """The store kept in ``directory``, created if missing; with ``url`` (``postgresql://...``) the one in that
+    database, ``directory`` being the local working directory of whoever opens it (indexes, caches)."""
+    directory = Path(directory)
+    marker = directory / DATABASE_MARKER
+    if url is None:
+        if marker.exists():
+            raise WaypostError(
+                f"{directory} is the working directory of the PostgreSQL store {marker.read_text().strip()}: "
+                "open that store by its URL"
+            )
+        path = directory / SQLITE_FILE
+        documents: DocumentStore = SQLiteStore(path)
+        return Backend(
+            str(path), documents, SQLiteTreeRepository(path), SQLiteGraphRepository(path), SQLiteRouteLog(path)
+        )
+    if not is_database_url(url):
+        raise WaypostError(f"a store URL starts with postgresql://, not {database_label(url)!r}")
+    if (directory / SQLITE_FILE).exists():
+        raise WaypostError(f"{directory} holds an embedded store: give a PostgreSQL store its own working directory")
+    from waypost.store.postgres import PostgresStore  # psycopg only when PostgreSQL is asked for
+    from waypost.store.postgres_side import PostgresGraphRepository, PostgresRouteLog, PostgresTreeRepository
+
+    store = PostgresStore(url)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        marker.write_text(store.location + "\n", encoding="utf-8")
+        db = store.db
+        return Backend(
+            store.location, store, PostgresTreeRepository(db), PostgresGraphRepository(db), PostgresRouteLog(db)
+        )
+    except BaseException:
+        store.close()
+        raise
 
 
 CONTROL_FILE = "control.sqlite"  # a server's tenants, key hashes and jobs, in its root directory
@@ -66,4 +116,4 @@ def open_control(location: str | Path) -> ControlStore:
     return SQLiteControl(Path(location) / CONTROL_FILE)
 
 
-__all__ = ["Backend", "open_backend", "open_control", "store_exists"]
+__all__ = ["Backend", "database_label", "is_database_url", "open_backend", "open_control", "store_exists"]

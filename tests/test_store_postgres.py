@@ -1,0 +1,248 @@
+"""The PostgreSQL documents store: the same conformance suites as SQLite, plus what only a server has to get
+right (several processes on one database, concurrent writers, a server that restarts under the store)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli_runner import Cli
+from tests.conformance.description_suite import DescriptionConformance
+from tests.conformance.purge_suite import PurgeConformance
+from tests.conformance.store_suite import DIM, Reopen, StoreConformance, item, many_chunks
+from waypost.base import DocumentStore, Embedder
+from waypost.engine import Engine, EngineConfig
+from waypost.errors import InvalidInputError, WaypostError
+from waypost.store.pg_base import DatabaseUnavailableError, PgDatabase
+from waypost.store.pg_cluster import ThrowawayCluster
+from waypost.store.postgres import PostgresStore
+
+
+class TestPostgresStore(StoreConformance, PurgeConformance, DescriptionConformance):
+    @pytest.fixture
+    def store(self, pg_url: str) -> Iterator[PostgresStore]:
+        s = PostgresStore(pg_url)
+        yield s
+        s.close()
+
+    @pytest.fixture
+    def reopen(self, pg_url: str) -> Iterator[Reopen]:
+        opened: list[DocumentStore] = []
+
+        def again(store: DocumentStore) -> DocumentStore:
+            assert isinstance(store, PostgresStore)
+            store.close()
+            opened.append(PostgresStore(pg_url))
+            return opened[-1]
+
+        yield again
+        for s in opened:
+            s.close()
+
+
+def test_text_postgres_cannot_hold_is_refused_cleanly(pg_url: str) -> None:
+    """PostgreSQL's text has no NUL character (SQLite's does): the write is refused whole, nothing half-written."""
+    store = PostgresStore(pg_url)
+    try:
+        store.create_collection("c", "m", DIM)
+        with pytest.raises(InvalidInputError, match="NUL"):
+            store.write("c", [item("ok", "Fine text."), item("bad", "Nul \x00 inside.")])
+        assert store.generation("c") == 0 and store.collection("c").documents == 0
+        store.write("c", [item("ok", "Fine text.")])
+        assert store.collection("c").documents == 1
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def databases(pg_url: str) -> Iterator[list[PgDatabase]]:
+    """Pools of their own on the test's database, as separate processes would have; closed at the end."""
+    opened: list[PgDatabase] = []
+    yield opened
+    for db in opened:
+        db.close()
+
+
+def store_on(url: str, databases: list[PgDatabase]) -> PostgresStore:
+    databases.append(PgDatabase(url, max_size=4))
+    return PostgresStore(databases[-1])
+
+
+def test_a_write_through_one_process_is_in_the_others_change_log(pg_url: str, databases: list[PgDatabase]) -> None:
+    first, second = store_on(pg_url, databases), store_on(pg_url, databases)
+    first.create_collection("c", "m", DIM)
+    since = second.generation("c")
+    first.write("c", [item("d1", "Written by the first process.")])
+    changes = second.changes("c", since)
+    assert changes is not None and [(d, op) for _g, d, op in changes.documents] == [("d1", "add")]
+    assert changes.added.chunk_texts == ["Written by the first process."]
+    assert changes.version == second.version("c") == first.version("c")
+    second.delete("c", ["d1"])
+    assert first.get_document("c", "d1") is None and first.generation("c") == since + 2
+
+
+def test_concurrent_writers_log_contiguous_generations_in_commit_order(
+    pg_url: str, databases: list[PgDatabase]
+) -> None:
+    """Two processes write at once while a third tails the log: the generations run 1..N without a gap, each
+    write has its own, and a tailing reader never skips one (it would if a later generation committed first)."""
+    stores = [store_on(pg_url, databases) for _ in range(3)]
+    stores[0].create_collection("c", "m", DIM)
+    per_writer = 25
+    errors: list[BaseException] = []
+    generations: dict[str, list[int]] = {"a": [], "b": []}
+
+    def writer(name: str, store: PostgresStore) -> None:
+        try:
+            for i in range(per_writer):
+                store.write("c", [item(f"{name}{i}", f"Text {i} of writer {name}.")])
+                generations[name].append(store.generation("c"))
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n, s)) for n, s in zip("ab", stores, strict=False)]
+    for t in threads:
+        t.start()
+    tailed: list[tuple[int, str, str]] = []
+    seen = 0
+    reader = stores[2]
+    while True:
+        finished = not any(t.is_alive() for t in threads)
+        changes = reader.changes("c", seen)
+        assert changes is not None
+        tailed += changes.documents
+        seen = changes.generation
+        if finished:
+            break
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    full = reader.changes("c", 0)
+    assert full is not None
+    assert [g for g, _d, _op in full.documents] == list(range(1, 2 * per_writer + 1))
+    assert tailed == full.documents, "a tailing reader skipped a write that committed after a later generation"
+    by_doc = {d: g for g, d, _op in full.documents}
+    for name in "ab":  # each writer's own writes in its order, each at the generation it then saw or before
+        mine = [by_doc[f"{name}{i}"] for i in range(per_writer)]
+        assert mine == sorted(mine) and all(g <= seen for g, seen in zip(mine, generations[name], strict=True))
+    assert len(full.added.row_ids) == 2 * per_writer == len(set(full.added.row_ids.tolist()))
+
+
+def test_a_server_restart_mid_use_fails_cleanly_or_retries(
+    pg_url: str, pg_cluster: ThrowawayCluster, databases: list[PgDatabase]
+) -> None:
+    store = store_on(pg_url, databases)
+    store.create_collection("c", "m", DIM)
+    stop = threading.Event()
+    committed: list[str] = []
+    outcomes = {"ok": 0, "unavailable": 0}
+    unexpected: list[BaseException] = []
+
+    def work() -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                store.write("c", [many_chunks(f"d{i}", 3000)])  # long enough for the crash to land inside one
+                committed.append(f"d{i}")
+                store.snapshot("c")  # a read: retried while the server comes back
+                outcomes["ok"] += 1
+            except DatabaseUnavailableError:
+                outcomes["unavailable"] += 1
+            except BaseException as exc:  # reported by the main thread
+                unexpected.append(exc)
+                return
+            i += 1
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    time.sleep(0.5)
+    pg_cluster.restart("immediate")  # a crash: every connection dies, the server recovers from its WAL
+    time.sleep(0.5)
+    stop.set()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "a store call hung across the restart"
+    assert not unexpected, unexpected
+    assert outcomes["ok"] > 0
+    assert set(committed) <= {d.id for d in store.iter_documents("c")}  # what a write reported stayed written
+    store.write("c", [item("after", "Written after the restart.")])
+    assert store.get_document("c", "after") is not None
+
+
+def test_a_server_that_is_gone_raises_instead_of_hanging(
+    pg_url: str, pg_cluster: ThrowawayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from waypost.store import pg_base
+
+    monkeypatch.setattr(pg_base, "POOL_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(pg_base, "RETRY_DELAYS_S", (0.2,))
+    db = PgDatabase(pg_url, max_size=2)
+    store = PostgresStore(db)
+    try:
+        store.create_collection("c", "m", DIM)
+        pg_cluster.stop("immediate")
+        try:
+            started = time.perf_counter()
+            with pytest.raises(DatabaseUnavailableError, match="unavailable"):
+                store.write("c", [item("d1", "Never stored.")])
+            with pytest.raises(DatabaseUnavailableError):
+                store.collection("c")
+            assert time.perf_counter() - started < 15
+        finally:
+            pg_cluster.start()
+        back = time.monotonic() + 30  # the pool reconnects with a backoff: the store comes back, not at once
+        while True:
+            try:
+                assert store.collection("c").documents == 0
+                break
+            except DatabaseUnavailableError:
+                assert time.monotonic() < back, "the store never came back after the server did"
+    finally:
+        store.close()
+        db.close()
+
+
+def test_an_engine_on_postgres_ingests_and_retrieves(pg_url: str, tmp_path: Path, minilm: Embedder) -> None:
+    from waypost.types import Document
+
+    docs = [
+        Document("wal", "SQLite keeps a write-ahead log so that readers continue while a writer commits.", "WAL"),
+        Document("tides", "The moon's gravity pulls the oceans, which produces two high tides every day.", "Tides"),
+        Document("vax", "Vaccines train the immune system to recognise a pathogen.", "Vaccines"),
+    ]
+    with Engine(tmp_path / "work", EngineConfig(store=pg_url, chunk_tokens=64)) as engine:
+        engine.register_embedder(minilm)
+        assert isinstance(engine.store, PostgresStore)
+        report = engine.collection("kb", create=True).add(docs)
+        assert report.added == 3
+        result = engine.collection("kb").retrieve("why do the oceans rise twice a day?", "hybrid", k=2)
+        assert result.hits[0].document_id == "tides"
+    with Engine(tmp_path / "elsewhere", EngineConfig(store=pg_url)) as again:  # another machine's working dir
+        again.register_embedder(minilm)
+        hit = again.collection("kb").retrieve("readers during a write", "hybrid", k=1).hits[0]
+        assert hit.document_id == "wal"
+    with pytest.raises(WaypostError, match="working directory of the PostgreSQL store"):
+        Engine(tmp_path / "work")  # without its URL the directory is not mistaken for an empty SQLite store
+
+
+def test_the_cli_adds_and_queries_a_postgres_store(pg_url: str, tmp_path: Path, cli: Cli) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tides.md").write_text("# Tides\n\nThe moon's gravity pulls the oceans: two high tides a day.\n")
+    (docs / "bees.md").write_text("# Bees\n\nHoney bees dance to tell the hive where the flowers are.\n")
+    env = {"HOME": str(tmp_path / "home")}
+    added = cli("add", docs, "--store", pg_url, "--json", env=env)
+    assert added.exit_code == 0, added.stderr
+    queried = cli("query", "how do bees share where flowers are", "--store", pg_url, "--json", env=env)
+    assert queried.exit_code == 0, queried.stderr
+    assert "bees" in json.loads(queried.stdout)["hits"][0]["document_id"]
+    by_env = cli("query", "moon and oceans", "--strategy", "bm25", "--json", env={**env, "WAYPOST_STORE": pg_url})
+    assert by_env.exit_code == 0, by_env.stderr
+    assert "tides" in json.loads(by_env.stdout)["hits"][0]["document_id"]
+    assert list((tmp_path / "home" / ".cache" / "waypost" / "pg").iterdir()), "no local working directory"
+    missing = cli("query", "x", "--store", pg_url.rsplit("/", 1)[0] + "/postgres", env=env)
+    assert missing.exit_code != 0 and "no waypost store" in missing.stderr
