@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -278,3 +279,17 @@ def test_json_documents_with_the_same_id_twice_are_refused(server: LiveServer) -
         assert job["counts"]["added"] == 2 and sorted(doc_ids(c, coll)) == ["one", "two"]
         one = c.get(f"/v1/collections/{coll}/documents/one").json()
         assert one["title"] == "One" and one["metadata"]["year"] == 2001 and one["text"] == "first"
+
+
+def test_a_chunked_upload_without_length_is_refused(server: LiveServer) -> None:
+    def body() -> Iterator[bytes]:
+        yield b'{"documents": [{"id": "chunked", "text": "sent in chunks"}]}'
+
+    with server.client("alpha:write") as c:
+        c.post("/v1/collections", json={"name": "uploads-chunked"})
+        r = c.post(
+            "/v1/collections/uploads-chunked/documents", content=body(), headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 411, r.text
+        assert "Content-Length" in r.json()["error"]
+        assert c.get("/v1/collections/uploads-chunked").json()["documents"] == 0

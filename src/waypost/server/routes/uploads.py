@@ -161,6 +161,7 @@ def request_hash(collection: str, files: list[tuple[str, bytes]]) -> str:
     responses={
         404: {"model": ErrorOut},
         409: {"model": ErrorOut},
+        411: {"model": ErrorOut},
         413: {"model": ErrorOut},
         415: {"model": ErrorOut},
         422: {"model": ErrorOut},
@@ -178,7 +179,9 @@ async def upload(
     """Add files (multipart field ``files``) or JSON documents to a collection: 202 with the ingestion job."""
     config = state.config
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > config.max_upload_bytes:
+    if length is None or not length.isdigit():  # a chunked body would be spooled whole before any limit
+        raise HTTPException(411, "an upload needs a Content-Length header")
+    if int(length) > config.max_upload_bytes:
         raise HTTPException(413, f"the upload is {length} bytes, over the {config.max_upload_bytes}-byte limit")
     coll = await open_collection(engine, name)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
