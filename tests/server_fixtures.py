@@ -51,7 +51,7 @@ class LiveServer:
                 time.sleep(0.1)
 
     def add_key(self, tenant: str, scope: str) -> str:
-        control = open_control(self.root)
+        control = open_control(self.config.control_location if self.config else self.root)
         found = control.tenant_by_name(tenant) or create_tenant(control, tenant)
         return create_key(control, found, scope).token
 
@@ -62,7 +62,7 @@ def live_server(root: Path, embedder: Embedder, **config: Any) -> Iterator[LiveS
     ``read``, ``write`` and ``admin``."""
     nested = shared_embedders.get(embedder.model_id) is embedder  # a server started inside another's lifetime
     share_embedder(embedder)
-    control = open_control(root)
+    control = open_control(ServerConfig(root=root, database=config.get("database")).control_location)
     keys: dict[str, str] = {}
     for name in ("alpha", "beta"):
         tenant = control.tenant_by_name(name) or create_tenant(control, name)

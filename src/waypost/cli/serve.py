@@ -12,7 +12,7 @@ import typer
 from waypost.cli.app import app, console, err
 from waypost.cli.common import JsonOpt, LlmOpt
 from waypost.errors import WaypostError
-from waypost.store.control import ControlError
+from waypost.store.control import ControlError, ControlStore
 
 ServerRootOpt = Annotated[
     Path,
@@ -21,6 +21,14 @@ ServerRootOpt = Annotated[
     ),
 ]
 DEFAULT_ROOT = Path(".waypost-server")
+DatabaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        envvar="WAYPOST_DATABASE",
+        help="postgresql://... : keep tenants, keys, jobs and every tenant's store there (a schema each).",
+    ),
+]
 
 tenant_app = typer.Typer(help="Tenants of a server: each has its own store, reached only with its own keys.")
 key_app = typer.Typer(help="API keys: bearer tokens bound to one tenant, with a scope (read, write or admin).")
@@ -28,19 +36,25 @@ app.add_typer(tenant_app, name="tenant")
 app.add_typer(key_app, name="key")
 
 
-def _control(root: Path):  # type: ignore[no-untyped-def]
+def _control(root: Path, database: str | None) -> ControlStore:
+    from waypost.server.config import ServerConfig
     from waypost.store.backend import open_control
 
-    return open_control(root)
+    try:
+        return open_control(ServerConfig(root=root, database=database).control_location)
+    except ValueError as exc:
+        raise WaypostError(str(exc)) from None
 
 
 @tenant_app.command("create")
-def tenant_create(name: str, root: ServerRootOpt = DEFAULT_ROOT, as_json: JsonOpt = False) -> None:
+def tenant_create(
+    name: str, root: ServerRootOpt = DEFAULT_ROOT, database: DatabaseOpt = None, as_json: JsonOpt = False
+) -> None:
     """Add a tenant."""
     from waypost.server.auth import create_tenant
 
     try:
-        tenant = create_tenant(_control(root), name)
+        tenant = create_tenant(_control(root, database), name)
     except ControlError as exc:
         raise WaypostError(str(exc)) from None
     if as_json:
@@ -50,9 +64,9 @@ def tenant_create(name: str, root: ServerRootOpt = DEFAULT_ROOT, as_json: JsonOp
 
 
 @tenant_app.command("list")
-def tenant_list(root: ServerRootOpt = DEFAULT_ROOT, as_json: JsonOpt = False) -> None:
+def tenant_list(root: ServerRootOpt = DEFAULT_ROOT, database: DatabaseOpt = None, as_json: JsonOpt = False) -> None:
     """List tenants."""
-    tenants = _control(root).tenants()
+    tenants = _control(root, database).tenants()
     if as_json:
         print(json.dumps([{"id": t.id, "name": t.name, "created_at": t.created_at} for t in tenants]))
         return
@@ -66,12 +80,13 @@ def key_create(
     scope: Annotated[str, typer.Option(help="read, write (includes read) or admin (includes both).")] = "read",
     label: Annotated[str, typer.Option(help="A note to tell keys apart.")] = "",
     root: ServerRootOpt = DEFAULT_ROOT,
+    database: DatabaseOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a key; the token is printed once (only its hash is stored)."""
     from waypost.server.auth import create_key, find_tenant
 
-    control = _control(root)
+    control = _control(root, database)
     try:
         issued = create_key(control, find_tenant(control, tenant), scope, label)
     except ControlError as exc:
@@ -87,12 +102,13 @@ def key_create(
 def key_list(
     tenant: Annotated[str, typer.Argument(help="Tenant name or id.")],
     root: ServerRootOpt = DEFAULT_ROOT,
+    database: DatabaseOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List a tenant's keys (ids and scopes, never tokens)."""
     from waypost.server.auth import find_tenant
 
-    control = _control(root)
+    control = _control(root, database)
     try:
         keys = control.keys(find_tenant(control, tenant).id)
     except ControlError as exc:
@@ -103,14 +119,14 @@ def key_list(
     if as_json:
         print(json.dumps(rows))
         return
-    for row in rows:
-        console.print(f"{row['key_id']}\t{','.join(row['scopes'])}\t{'revoked' if row['revoked'] else 'active'}")
+    for k in keys:
+        console.print(f"{k.id}\t{','.join(k.scopes)}\t{'revoked' if k.revoked_at is not None else 'active'}")
 
 
 @key_app.command("revoke")
-def key_revoke(key_id: str, root: ServerRootOpt = DEFAULT_ROOT) -> None:
+def key_revoke(key_id: str, root: ServerRootOpt = DEFAULT_ROOT, database: DatabaseOpt = None) -> None:
     """Revoke a key by its id (the part after ``wp_``); requests with it get 401 from then on."""
-    if not _control(root).revoke_key(key_id, time.time()):
+    if not _control(root, database).revoke_key(key_id, time.time()):
         raise WaypostError(f"no active key {key_id!r}")
     console.print(f"revoked {key_id}")
 
@@ -118,6 +134,7 @@ def key_revoke(key_id: str, root: ServerRootOpt = DEFAULT_ROOT) -> None:
 @app.command()
 def serve(
     root: ServerRootOpt = DEFAULT_ROOT,
+    database: DatabaseOpt = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = 8600,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No keys (loopback only): one local tenant.")] = False,
@@ -136,6 +153,7 @@ def serve(
     try:
         config = ServerConfig(
             root=root,
+            database=database,
             engine=EngineConfig(llm=llm),
             auth=not no_auth,
             host=host,

@@ -74,8 +74,8 @@ def add_error_handlers(app: FastAPI) -> None:
 
 
 def create_app(config: ServerConfig) -> FastAPI:
-    control = open_control(config.root)
-    engines = TenantEngines(config.root, config.engine)
+    control = open_control(config.control_location)
+    engines = TenantEngines(config.root, config.engine, config.database)
     runner = JobRunner(control, control, engines, config.root / "spool", config.job_workers, config.max_job_attempts)
     state = ServerState(config, control, engines, runner)
 

@@ -8,12 +8,14 @@ from pathlib import Path
 from waypost.engine import EngineConfig
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+CONTROL_SCHEMA = "waypost_control"
 
 
 @dataclass
 class ServerConfig:
     root: Path  # control.sqlite, tenants/<tenant id>/ (each tenant's store), spool/ (uploads of unfinished jobs)
     engine: EngineConfig = field(default_factory=EngineConfig)  # every tenant's engine is made from this
+    database: str | None = None  # postgresql://...: control plane and tenants' stores there, a schema each
     auth: bool = True  # False only on a loopback address (``waypost serve --no-auth``): one local tenant
     host: str = "127.0.0.1"
     cors_origins: tuple[str, ...] = ()  # closed by default
@@ -28,5 +30,14 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
+        if self.database is not None and not self.database.startswith(("postgresql://", "postgres://")):
+            raise ValueError("the server's database is a postgresql:// URL")
+
+    @property
+    def control_location(self) -> str | Path:
+        """Where tenants, key hashes and jobs live: the database's ``waypost_control`` schema, or ``root``."""
+        from waypost.store.backend import in_schema
+
+        return in_schema(self.database, CONTROL_SCHEMA) if self.database else self.root
         if not self.auth and self.host not in LOOPBACK:
             raise ValueError(f"--no-auth is only allowed on a loopback address, not {self.host!r}")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from waypost.engine import Engine, EngineConfig
+from waypost.store.backend import in_schema
 from waypost.store.control import Tenant
 
 log = logging.getLogger(__name__)
@@ -17,9 +19,10 @@ LOCAL_TENANT = "local"  # the one tenant of a ``--no-auth`` server
 class TenantEngines:
     """Opens each tenant's engine on first use and keeps it open until ``close``."""
 
-    def __init__(self, root: Path, config: EngineConfig) -> None:
+    def __init__(self, root: Path, config: EngineConfig, database: str | None = None) -> None:
         self.root = Path(root) / "tenants"
         self.config = config
+        self.database = database  # postgresql://...: each tenant's store is its own schema there
         self._engines: dict[str, Engine] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -37,7 +40,10 @@ class TenantEngines:
             if engine is None:
                 path = self.store_path(tenant)
                 path.mkdir(parents=True, exist_ok=True)
-                engine = Engine(path, self.config)
+                config = self.config
+                if self.database is not None:
+                    config = replace(config, store=in_schema(self.database, tenant.id))
+                engine = Engine(path, config)
                 self._engines[tenant.id] = engine
                 log.info("opened the store of tenant %s at %s", tenant.name, path)
             return engine

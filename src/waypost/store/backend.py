@@ -102,6 +102,17 @@ def open_backend(directory: str | Path, url: str | None = None) -> Backend:
         raise
 
 
+def in_schema(url: str, schema: str) -> str:
+    """``url`` with its ``?schema=`` set to ``schema``: how one database holds several stores (a server's
+    control plane, and one schema per tenant)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query["schema"] = schema
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 CONTROL_FILE = "control.sqlite"  # a server's tenants, key hashes and jobs, in its root directory
 
 
@@ -116,4 +127,12 @@ def open_control(location: str | Path) -> ControlStore:
     return SQLiteControl(Path(location) / CONTROL_FILE)
 
 
-__all__ = ["Backend", "database_label", "is_database_url", "open_backend", "open_control", "store_exists"]
+__all__ = [
+    "Backend",
+    "database_label",
+    "in_schema",
+    "is_database_url",
+    "open_backend",
+    "open_control",
+    "store_exists",
+]

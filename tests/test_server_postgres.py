@@ -1,0 +1,37 @@
+"""The server with PostgreSQL as its system of record: the control plane in its own schema, each tenant's
+store in a schema of its own; tenants stay apart exactly as on the embedded store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from tests.server_fixtures import live_server
+from waypost.base import Embedder
+
+
+def test_server_keeps_each_tenant_in_its_own_schema(tmp_path: Path, minilm: Embedder, pg_url: str) -> None:
+    with live_server(tmp_path / "srv", minilm, database=pg_url) as server:
+        for who, text in (("alpha", "Alpha keeps lighthouse logbooks."), ("beta", "Beta's zanzibar-quokka formula.")):
+            with server.client(f"{who}:write") as c:
+                assert c.post("/v1/collections", json={"name": "notes"}).status_code == 201
+                r = c.post("/v1/collections/notes/documents", json={"documents": [{"id": f"{who}-doc", "text": text}]})
+                assert r.status_code == 202, r.text
+                assert server.wait_job(f"{who}:write", r.json()["id"])["state"] == "succeeded"
+        with server.client("alpha:read") as c:
+            hits = c.post("/v1/retrieve", json={"collection": "notes", "query": "quokka formula", "k": 5}).json()
+            assert [h["document_id"] for h in hits["hits"]] == ["alpha-doc"]
+            assert c.get("/v1/collections/notes/documents/beta-doc").status_code == 404
+            beta_jobs = {j["id"] for j in server.client("beta:read").get("/v1/jobs").json()["jobs"]}
+            for job in beta_jobs:
+                assert c.get(f"/v1/jobs/{job}").status_code == 404
+    with psycopg.connect(pg_url.split("?")[0]) as conn:
+        schemas = {r[0] for r in conn.execute("SELECT schema_name FROM information_schema.schemata")}
+        tenants = {r[0] for r in conn.execute("SELECT id FROM waypost_control.tenants")}
+        assert {"waypost_control", *tenants} <= schemas  # one schema per tenant, and the control plane's
+        assert len(tenants) == 2
+        for tenant in tenants:  # each schema holds exactly its tenant's document
+            docs = [r[0] for r in conn.execute(f'SELECT id FROM "{tenant}".documents')]
+            assert len(docs) == 1
+    assert not (tmp_path / "srv" / "control.sqlite").exists()  # nothing of the control plane on local disk
