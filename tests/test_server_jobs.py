@@ -185,3 +185,49 @@ def test_job_events_stream_progress_then_done(server: LiveServer) -> None:
     ranks = ["queued", *RUNNING, "succeeded"]
     seen = [ranks.index(e["state"]) for _, e in events]
     assert seen == sorted(seen)  # states only move forward
+
+
+def test_a_graceful_stop_leaves_the_running_job_to_resume(served: ServeProcess) -> None:
+    token = served.key("alpha", "write")
+    docs = [{**d, "text": d["text"][:240]} for d in scifact(600)]
+    served.start()
+    with served.client(token) as c:
+        assert c.post("/v1/collections", json={"name": "sci"}).status_code == 201
+        job_id = c.post("/v1/collections/sci/documents", files=[("files", ("s.jsonl", jsonl(docs)))]).json()["id"]
+        deadline = time.monotonic() + 120
+        while True:
+            job = c.get(f"/v1/jobs/{job_id}").json()
+            if job["state"] in RUNNING and job["counts"].get("processed", 0) >= BATCH:
+                break
+            assert job["state"] not in TERMINAL and time.monotonic() < deadline, job
+            time.sleep(0.02)
+    served.stop()  # SIGTERM: uvicorn shuts down, the worker stops between batches
+    served.start()
+    final = served.wait(token, job_id, timeout=240)
+    assert final["state"] == "succeeded", json.dumps(final)  # not "cancelled" by the shutdown
+    with served.client(token) as c:
+        assert sorted(doc_ids(c, "sci")) == sorted(d["_id"] for d in docs)
+
+
+def test_one_retry_at_a_time_and_a_deleted_collection_stays_deleted(server: LiveServer) -> None:
+    with server.client("alpha:write") as c:
+        c.post("/v1/collections", json={"name": "jobs-retry-once"})
+        first = c.post("/v1/collections/jobs-retry-once/documents", json={"documents": short_docs(300)}).json()
+        c.post(f"/v1/jobs/{first['id']}/cancel")
+        assert server.wait_job("alpha:write", first["id"])["state"] in ("cancelled", "succeeded")
+        if c.get(f"/v1/jobs/{first['id']}").json()["state"] == "cancelled":
+            again = c.post(f"/v1/jobs/{first['id']}/retry")
+            assert again.status_code == 202
+            twice = c.post(f"/v1/jobs/{first['id']}/retry")
+            assert twice.status_code == 409 and again.json()["id"] in twice.json()["error"]
+            assert server.wait_job("alpha:write", again.json()["id"])["state"] == "succeeded"
+        # a job queued behind a long one, whose collection is deleted before it runs
+        c.post("/v1/collections", json={"name": "jobs-doomed"})
+        long = c.post("/v1/collections/jobs-retry-once/documents", json={"documents": short_docs(200, 300)}).json()
+        doomed = c.post("/v1/collections/jobs-doomed/documents", json={"documents": short_docs(3, 600)}).json()
+        assert c.delete("/v1/collections/jobs-doomed").status_code == 204
+        server.wait_job("alpha:write", long["id"])
+        ended = server.wait_job("alpha:write", doomed["id"])
+        if ended["attempts"]:  # it ran after the delete (not before it)
+            assert ended["state"] == "failed" and "deleted" in ended["reason"], ended
+            assert c.get("/v1/collections/jobs-doomed").status_code == 404

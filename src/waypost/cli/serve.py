@@ -140,7 +140,9 @@ def serve(
     no_auth: Annotated[bool, typer.Option("--no-auth", help="No keys (loopback only): one local tenant.")] = False,
     cors: Annotated[list[str], typer.Option("--cors", help="An origin allowed to call the API (repeatable).")] = [],  # noqa: B006
     workers: Annotated[int, typer.Option(min=1, help="Ingestion worker threads.")] = 1,
-    max_file_mb: Annotated[float, typer.Option(min=0.001, help="Largest file an upload may hold, in MiB.")] = 32.0,
+    max_file_mb: Annotated[
+        float, typer.Option(min=0.001, max=64.0, help="Largest file an upload may hold, in MiB (64 at most).")
+    ] = 32.0,
     llm: LlmOpt = "none",
 ) -> None:
     """Run the HTTP API, the playground (/) and MCP (/mcp) for every tenant of ROOT."""

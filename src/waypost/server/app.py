@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -40,6 +41,18 @@ def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
     return JSONResponse({"error": message, "detail": detail}, status_code=status)
 
 
+_LOOKED_IN = re.compile(r"\s*\(looked in [^)]*\)")
+
+
+def without_paths(message: str, root: Path) -> str:
+    """A library message as a client may read it: no server directories (the root, home, where it looked)."""
+    message = _LOOKED_IN.sub("", message)
+    for path in sorted({str(Path(root).resolve()), str(Path(root)), str(Path.home())}, key=len, reverse=True):
+        if path not in ("", ".", "/"):
+            message = message.replace(path, "…")
+    return message
+
+
 def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)  # starlette's: FastAPI raises it too (a body it cannot parse, 404, 405)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
@@ -56,12 +69,12 @@ def add_error_handlers(app: FastAPI) -> None:
         return _error(422, "the request does not match the API's schema", errors)
 
     @app.exception_handler(WaypostError)
-    async def waypost_error(_: Request, exc: WaypostError) -> JSONResponse:
+    async def waypost_error(request: Request, exc: WaypostError) -> JSONResponse:
         if isinstance(exc, CollectionNotFoundError):
-            return _error(404, str(exc))
+            return _error(404, "no such collection")  # the library's message names the store's location
         if isinstance(exc, ModelMismatchError):
             return _error(409, str(exc))
-        return _error(400, str(exc))  # bad input: InvalidInputError, FilterError and the rest
+        return _error(400, without_paths(str(exc), request.app.state.waypost.config.root))  # bad input
 
     @app.exception_handler(ControlError)
     async def control_error(_: Request, exc: ControlError) -> JSONResponse:

@@ -32,6 +32,8 @@ class ServerConfig:
         self.root = Path(self.root)
         if self.database is not None and not self.database.startswith(("postgresql://", "postgres://")):
             raise ValueError("the server's database is a postgresql:// URL")
+        if not self.auth and self.host not in LOOPBACK:
+            raise ValueError(f"--no-auth is only allowed on a loopback address, not {self.host!r}")
 
     @property
     def control_location(self) -> str | Path:
@@ -39,5 +41,3 @@ class ServerConfig:
         from waypost.store.backend import in_schema
 
         return in_schema(self.database, CONTROL_SCHEMA) if self.database else self.root
-        if not self.auth and self.host not in LOOPBACK:
-            raise ValueError(f"--no-auth is only allowed on a loopback address, not {self.host!r}")

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from waypost.errors import LoaderError, WaypostError
+from waypost.errors import CollectionNotFoundError, LoaderError, WaypostError
 from waypost.ingest.loaders import LoadFailure, load_path
 from waypost.ingest.pipeline import IngestReport
 from waypost.server.tenants import TenantEngines
@@ -29,6 +29,11 @@ STAGE_STATES = {"chunking": "chunking", "embedding": "embedding", "writing": "in
 
 class JobCancelled(Exception):
     """Raised inside a running ingest when its job was asked to stop."""
+
+
+class ServerStopping(Exception):
+    """Raised inside a running ingest when the server shuts down: the job stays unfinished and resumes at the
+    next start."""
 
 
 def new_job_id() -> str:
@@ -108,9 +113,9 @@ class JobRunner:
     def _run_logged(self, job_id: str, tenant_id: str) -> None:
         try:
             self.run(job_id, tenant_id)
-        except Exception as exc:  # a worker never dies silently: the job says why it failed
+        except Exception as exc:  # a worker never dies silently: the job says why it failed (details: the log)
             log.exception("ingestion job %s failed", job_id)
-            self._finish(job_id, "failed", f"{type(exc).__name__}: {exc}")
+            self._finish(job_id, "failed", f"internal error ({type(exc).__name__}); the server log has the details")
 
     def run(self, job_id: str, tenant_id: str) -> None:
         if self._closed.is_set():
@@ -130,6 +135,12 @@ class JobRunner:
             report = self._ingest(job, tenant)
         except JobCancelled:
             self._finish(job_id, "cancelled", "cancelled while running; documents written before stay")
+            return
+        except ServerStopping:
+            log.info("ingestion job %s interrupted by shutdown; it resumes at the next start", job_id)
+            return
+        except CollectionNotFoundError:
+            self._finish(job_id, "failed", f"collection {job.collection!r} was deleted before the job ran")
             return
         except WaypostError as exc:
             self._finish(job_id, "failed", str(exc))
@@ -152,8 +163,10 @@ class JobRunner:
         }
 
     def _check_cancel(self, job: JobRecord) -> None:
+        if self._closed.is_set():
+            raise ServerStopping
         current = self.jobs.job(job.tenant_id, job.id)
-        if current is None or current.cancel_requested or self._closed.is_set():
+        if current is None or current.cancel_requested:
             raise JobCancelled
 
     def _documents(self, job: JobRecord, failures: list[LoadFailure], parsed: list[int]) -> Iterator[Document]:
@@ -171,7 +184,7 @@ class JobRunner:
 
     def _ingest(self, job: JobRecord, tenant: Tenant) -> IngestReport:
         engine = self.engines.engine(tenant)
-        collection = engine.collection(job.collection, create=True)
+        collection = engine.collection(job.collection)  # deleted meanwhile: the job fails, nothing re-creates it
         resumed = state_rank(job.state) >= state_rank("parsing")  # a restart found it mid-run: states stay forward
         self._write(job.id, state=None if resumed else "parsing", counts={"files": len(job.files)})
         report = IngestReport()

@@ -56,7 +56,11 @@ async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) 
             return
         try:
             hits = hits_out(stream.hits)
-            yield sse_event("retrieval", {"hits": [h.model_dump() for h in hits], "sources": len(hits)})
+            sources = [  # what a citation [n] will point at
+                {"n": h.rank, "document_id": h.document_id, "title": h.title, "span": h.span} for h in hits
+            ]
+            yield sse_event("retrieval", {"hits": [h.model_dump() for h in hits], "sources": len(hits),
+                                          "citations": sources})  # fmt: skip
             while (token := await coll.next_token(stream)) is not None:
                 yield sse_event("token", {"text": token})
             final = stream.answer
@@ -68,6 +72,9 @@ async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) 
             yield sse_event("done", done)
         except WaypostError as exc:
             yield sse_event("error", {"error": str(exc)})
+        except Exception as exc:  # the stream still ends with an event saying so; details go to the log
+            log.exception("answer stream failed")
+            yield sse_event("error", {"error": f"internal error ({type(exc).__name__})"})
         finally:  # finished, failed or the client left: the LLM lets go now
             with anyio.CancelScope(shield=True):
                 await engine.run(stream.close)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from itertools import islice
 from typing import Any
 
@@ -13,6 +14,7 @@ from waypost.server.models import CollectionIn, CollectionList, CollectionOut, D
 from waypost.server.views import collection_out, document_out, document_summary
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"], responses={401: {"model": ErrorOut}})
+_creating = threading.Lock()  # creates are rare: one lock for every tenant is enough
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 
 
@@ -29,13 +31,14 @@ async def list_collections(_: Reader, engine: TenantEngine) -> CollectionList:
 @router.post("", status_code=201, response_model=CollectionOut, responses={409: {"model": ErrorOut}})
 async def create_collection(body: CollectionIn, _: Writer, engine: TenantEngine) -> CollectionOut:
     def create() -> CollectionOut:
-        try:
-            engine.sync.store.collection(body.name)
-        except CollectionNotFoundError:
-            pass
-        else:
-            raise HTTPException(409, f"collection {body.name!r} already exists")
-        coll = engine.sync.collection(body.name, create=True, language=body.language or None)
+        with _creating:  # two creates of one name: one 201, one 409
+            try:
+                engine.sync.store.collection(body.name)
+            except CollectionNotFoundError:
+                pass
+            else:
+                raise HTTPException(409, f"collection {body.name!r} already exists")
+            coll = engine.sync.collection(body.name, create=True, language=body.language or None)
         if body.description:
             coll.describe(body.description)
         return collection_out(coll.info, engine.sync.store.collection_language(coll.name))

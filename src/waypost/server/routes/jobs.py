@@ -83,6 +83,10 @@ async def retry_job(job_id: str, principal: Writer, state: State, engine: Tenant
     old = await find_job(state, engine, principal.tenant.id, job_id)
     if old.state not in ("failed", "cancelled"):
         raise HTTPException(409, f"job {job_id} is {old.state}; only failed or cancelled jobs can be retried")
+    tenant_jobs = await engine.run(lambda: state.control.jobs(principal.tenant.id, 1000, 0))
+    live = [j for j in tenant_jobs if j.retry_of == old.id and j.state not in ("failed", "cancelled")]
+    if live:
+        raise HTTPException(409, f"job {job_id} already has a retry, {live[0].id} ({live[0].state})")
     if any(not state.runner.file_exists(f["path"]) for f in old.files):
         raise HTTPException(409, "the uploaded files of this job are gone; upload them again")
     now = time.time()

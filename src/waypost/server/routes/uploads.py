@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header, HTTPException, Request, Response
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
-from waypost.ingest.loaders import LOADERS
+from waypost.ingest.loaders import LOADERS, MAX_FILE_BYTES
 from waypost.server.deps import State, TenantEngine, Writer, open_collection
 from waypost.server.jobs import new_job_id
 from waypost.server.models import DocumentsIn, ErrorOut, JobOut
@@ -129,11 +129,12 @@ async def read_files(request: Request, max_files: int, max_file: int) -> list[tu
         await form.close()
 
 
-async def read_documents(request: Request) -> list[tuple[str, bytes]]:
+async def read_documents(request: Request, max_bytes: int) -> list[tuple[str, bytes]]:
     try:
         body = DocumentsIn.model_validate_json(await request.body())
     except ValidationError as exc:
-        raise Refused(422, json.loads(exc.json(include_url=False, include_context=False))) from None
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]  # no input echo
+        raise Refused(422, json.loads(json.dumps(errors, default=str))) from None
     seen: set[str] = set()
     for d in body.documents:  # as with file names: one upload never holds two versions of a document
         if d.id in seen:
@@ -143,7 +144,10 @@ async def read_documents(request: Request) -> list[tuple[str, bytes]]:
         json.dumps({"_id": d.id, "title": d.title, "text": d.text, "metadata": d.metadata}, ensure_ascii=False)
         for d in body.documents
     ]
-    return [("documents.jsonl", ("\n".join(lines) + "\n").encode())]
+    data = ("\n".join(lines) + "\n").encode()
+    if len(data) > max_bytes:
+        raise Refused(413, f"the documents take {len(data)} bytes, over the {max_bytes}-byte limit of one upload file")
+    return [("documents.jsonl", data)]
 
 
 def request_hash(collection: str, files: list[tuple[str, bytes]]) -> str:
@@ -185,10 +189,11 @@ async def upload(
         raise HTTPException(413, f"the upload is {length} bytes, over the {config.max_upload_bytes}-byte limit")
     coll = await open_collection(engine, name)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    file_limit = min(config.max_file_bytes, MAX_FILE_BYTES)  # what the loaders will read
     if content_type == "multipart/form-data":
-        files = await read_files(request, config.max_files, config.max_file_bytes)
+        files = await read_files(request, config.max_files, file_limit)
     elif content_type == "application/json":
-        files = await read_documents(request)
+        files = await read_documents(request, file_limit)
     else:
         raise HTTPException(415, "send files as multipart/form-data (field 'files') or documents as application/json")
     if sum(len(d) for _, d in files) > config.max_upload_bytes:
