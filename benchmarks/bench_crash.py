@@ -40,6 +40,7 @@ os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse
+import dataclasses
 import json
 import queue
 import random
@@ -54,7 +55,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,9 +106,10 @@ def engine_config(background: bool) -> EngineConfig:
     return EngineConfig(chunk_tokens=CHUNK_TOKENS, merge_policy=POLICY, background_index_work=background)
 
 
-def open_engine(store: Path, embedder: Embedder, background: bool = False) -> Engine:
-    """The engine a user would open, with the already-loaded model behind the store's embedding cache."""
-    engine = Engine(store, engine_config(background))
+def open_engine(store: Path, embedder: Embedder, background: bool = False, url: str | None = None) -> Engine:
+    """The engine a user would open, with the already-loaded model behind the store's embedding cache
+    (``url``: a PostgreSQL store, ``store`` then its local working directory)."""
+    engine = Engine(store, dataclasses.replace(engine_config(background), store=url))
     engine.register_embedder(CachedEmbedder(embedder, store / "embedding-cache.sqlite"))
     return engine
 
@@ -138,7 +140,7 @@ def journal_line(fd: int, entry: dict[str, Any]) -> None:
 def run_worker(request: dict[str, Any], embedder: Embedder, pool: dict[str, Source]) -> None:
     store, plan = Path(request["store"]), request["plan"]
     fd = os.open(request["journal"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    engine = open_engine(store, embedder, background=bool(request["background"]))
+    engine = open_engine(store, embedder, background=bool(request["background"]), url=request.get("url"))
     coll = engine.collection(COLLECTION, create=True)
     for i, op in enumerate(plan):
         began = time.time()
@@ -422,6 +424,7 @@ class Trials:
         self.launcher: ForkServer | Spawner = launcher(args.data, args.sets, log, args.ops)
         self.embedder = embedder or load_models("tree" in self.kinds)
         self.store = work / "store-0"
+        self.url: str | None = None  # a PostgreSQL store (bench_crash_postgres.py); None: SQLite in self.store
         self.model = Model()
         self.stores = 0
         self.on_store = 0
@@ -444,7 +447,8 @@ class Trials:
         plan, target_at = make_plan(target, self.kinds, self.model, self.pool_list, self.rng)
         journal = self.work / f"journal-{number}.jsonl"
         background = self.rng.random() < 0.3
-        request = {"store": str(self.store), "journal": str(journal), "plan": plan, "background": background}
+        request = {"store": str(self.store), "journal": str(journal), "plan": plan, "background": background,
+                   "url": self.url}  # fmt: skip
         worker = self.launcher.start(request, self.work / f"request-{number}.json")
         delay: float | None = None
         killed = False
@@ -494,7 +498,9 @@ class Trials:
             shutil.rmtree(keep, ignore_errors=True)
             shutil.copytree(self.store, keep, dirs_exist_ok=True)
             shutil.copy(journal, keep / "journal.jsonl")
-            (keep / "plan.json").write_text(json.dumps({"plan": plan, "detail": result.detail}, indent=1))
+            (keep / "plan.json").write_text(
+                json.dumps({"plan": plan, "detail": result.detail, "database": self.url}, indent=1)
+            )
             self.new_store()  # go on from a clean store
         journal.unlink(missing_ok=True)
         result.seconds = round(time.perf_counter() - t0, 2)
@@ -504,8 +510,8 @@ class Trials:
     def check(self, result: TrialResult, inflight: dict[str, Any] | None) -> None:
         with captured_warnings() as warnings:
             try:
-                check_sqlite(self.store)
-                engine = open_engine(self.store, self.embedder)
+                self.check_backend()
+                engine = open_engine(self.store, self.embedder, url=self.url)
                 try:
                     self.check_open(engine, result, inflight)
                 finally:
@@ -516,6 +522,10 @@ class Trials:
                 result.outcome = "inconsistent"
                 result.detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         result.warnings = warnings
+
+    def check_backend(self) -> None:
+        """The database's own checks, before the store is opened."""
+        check_sqlite(self.store)
 
     def check_open(self, engine: Engine, result: TrialResult, inflight: dict[str, Any] | None) -> None:
         try:
@@ -582,11 +592,15 @@ def summary(results: list[TrialResult], kinds: list[str], seconds: float, args: 
     }
 
 
-def run(args: argparse.Namespace, embedder: Embedder | None = None) -> dict[str, Any]:
+class MakeTrials(Protocol):
+    def __call__(self, args: argparse.Namespace, work: Path, embedder: Embedder | None = None) -> Trials: ...
+
+
+def run(args: argparse.Namespace, embedder: Embedder | None = None, make_trials: MakeTrials = Trials) -> dict[str, Any]:
     started = time.perf_counter()
     args.keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="waypost-crash-") as tmp:
-        trials = Trials(args, Path(tmp), embedder)
+        trials = make_trials(args, Path(tmp), embedder)
         results: list[TrialResult] = []
         kills = 0
         try:
@@ -615,9 +629,8 @@ def run(args: argparse.Namespace, embedder: Embedder | None = None) -> dict[str,
     return summary(results, trials.kinds, time.perf_counter() - started, args)
 
 
-def main(argv: list[str] | None = None, embedder: Embedder | None = None) -> dict[str, Any] | None:
-    """Run the trials (``embedder``: an already-loaded all-MiniLM-L6-v2 for the checks, as tests have one)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(description: str | None = __doc__) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ops", default=",".join(KINDS), help="target operations, comma-separated")
@@ -633,14 +646,23 @@ def main(argv: list[str] | None = None, embedder: Embedder | None = None) -> dic
     parser.add_argument("--keep-log", action="store_true", help="copy the workers' log to --keep")
     parser.add_argument("--serve-forks", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(
+    argv: list[str] | None = None, embedder: Embedder | None = None, make_trials: MakeTrials = Trials,
+    description: str | None = __doc__,
+) -> dict[str, Any] | None:  # fmt: skip
+    """Run the trials (``embedder``: an already-loaded all-MiniLM-L6-v2 for the checks, as tests have one;
+    ``make_trials``: another backend's trials)."""
+    args = arguments(description).parse_args(argv)
     if args.serve_forks:
         serve_forks(args.data, args.sets, "tree" in args.ops.split(","))
         return None
     if args.worker is not None:
         spawn_worker(args.data, args.sets, args.worker)
         return None
-    results = run(args, embedder)
+    results = run(args, embedder, make_trials)
     if args.json:
         print(json.dumps(results, indent=1))
     else:

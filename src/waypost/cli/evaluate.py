@@ -29,9 +29,11 @@ from waypost.cli.common import (
     _tree_config,
 )
 from waypost.engine import EngineConfig
+from waypost.errors import InvalidInputError
 from waypost.post.passages import PassageConfig
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import split_assignments
+from waypost.store.backend import is_database_url
 
 
 @app.command("eval")
@@ -69,12 +71,22 @@ def eval_(
     tree_shape: Annotated[
         str, typer.Option(help="Tree strategies: full (RAPTOR layers) or lite (one summary layer).")
     ] = "full",
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Evaluate on a PostgreSQL store, postgresql://USER@HOST/DB[?schema=NAME] (default: an embedded "
+            "store under --cache-dir).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evaluate a strategy on a BEIR dataset: nDCG@10, Recall@k, MRR, P@10, latency, filter accuracy, and
     evidence recall/precision at 500/1000/2000-token budgets where the set has span qrels."""
     from waypost.evaluation.runner import run_eval
 
+    if store is not None and not is_database_url(store):
+        raise InvalidInputError("eval --store takes a postgresql:// URL (an embedded store lives under --cache-dir)")
     config = EngineConfig(
         embed_model=model,
         chunk_tokens=chunk_tokens,
@@ -82,6 +94,7 @@ def eval_(
         llm=llm,
         llm_filters=llm_filters,
         tree=_tree_config(tree_shape),
+        store=store,
     )
     report = run_eval(
         dataset,

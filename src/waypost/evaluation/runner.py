@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from waypost.base import version_incarnation
 from waypost.engine import Collection, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.evaluation.beir import BeirDataset, Query, Span, load_beir
@@ -27,6 +29,7 @@ from waypost.post.passages import PassageConfig
 from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import AUTO
+from waypost.store.backend import database_label
 from waypost.types import Hit
 
 COLLECTION = "corpus"
@@ -77,14 +80,21 @@ def evidence_metrics(hits: list[Hit], gold: list[Span]) -> dict[str, float]:
 
 
 def eval_store_dir(dataset: BeirDataset, config: EngineConfig, cache_dir: Path) -> Path:
+    """The embedded store of this corpus and config; with ``config.store`` (PostgreSQL), the local working
+    directory beside it, one per database."""
     model = re.sub(r"[^\w.-]+", "_", config.embed_model or "default")
-    return cache_dir / "eval" / f"{dataset.name}-{dataset.fingerprint()}-{model}-t{config.chunk_tokens}"
+    name = f"{dataset.name}-{dataset.fingerprint()}-{model}-t{config.chunk_tokens}"
+    if config.store is not None:
+        name += "-pg-" + hashlib.sha256(database_label(config.store).encode("utf-8")).hexdigest()[:12]
+    return cache_dir / "eval" / name
 
 
 def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[Collection, dict[str, Any]]:
-    """The ingested corpus; a marker file makes a second run skip straight to querying."""
-    marker = engine.path / f"ingested-{dataset.fingerprint()}.json"
+    """The ingested corpus; a marker file makes a second run skip straight to querying (in a database's
+    working directory, only for the collection it was written for: the database may be a new one)."""
     collection = engine.collection(COLLECTION, create=True)
+    incarnation = "" if engine.config.store is None else "-" + version_incarnation(engine.store.version(COLLECTION))
+    marker = engine.path / f"ingested-{dataset.fingerprint()}{incarnation}.json"
     if marker.exists():
         return collection, json.loads(marker.read_text())
     report = collection.add(dataset.corpus(), show_progress=show_progress, total=dataset.corpus_size())
