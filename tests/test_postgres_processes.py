@@ -112,7 +112,7 @@ class Worker:
 
 
 @pytest.fixture
-def workers(tmp_path: Path) -> Iterator[list[Worker]]:
+def workers() -> Iterator[list[Worker]]:
     started: list[Worker] = []
     yield started
     for w in started:
