@@ -29,7 +29,8 @@ from tests.test_crash_trials import sample_corpus
 from tests.test_eval import make_dataset
 from waypost.base import Embedder
 from waypost.engine import EngineConfig
-from waypost.evaluation.runner import run_eval
+from waypost.evaluation.beir import load_beir
+from waypost.evaluation.runner import eval_collection, run_eval
 from waypost.store.pg_cluster import ThrowawayCluster
 from waypost.store.postgres import PostgresStore
 
@@ -264,27 +265,47 @@ def test_the_trials_wait_until_a_killed_workers_sessions_are_gone(pg_url: str) -
     module.wait_for_sessions(pg_url, timeout=5.0)
 
 
+def other_dataset(root: Path) -> Path:
+    """Another BEIR set with the same document ids as ``make_dataset``'s and other texts."""
+    (root / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Owls", "text": "Owls hunt at night and fly without a sound."},
+        {"_id": "d2", "title": "Rust", "text": "Iron rusts when water and oxygen reach it."},
+        {"_id": "d3", "title": "Tea", "text": "Black tea leaves are oxidised before they are dried."},
+    ]
+    queries = [{"_id": "q1", "text": "silent night hunters"}, {"_id": "q2", "text": "why does iron corrode"}]
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus))
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    return root
+
+
 def test_eval_takes_a_postgres_store_and_scores_as_the_embedded_one(pg_url: str, tmp_path: Path, cli: Cli) -> None:
-    data = make_dataset(tmp_path / "tiny")
+    data, other = make_dataset(tmp_path / "tiny"), other_dataset(tmp_path / "other")
     cache = tmp_path / "cache"
     scores = {}
-    for store in ([], ["--store", pg_url]):
-        run = cli("eval", data, "--strategy", "hybrid", "--cache-dir", cache, *store, "--json")
-        assert run.exit_code == 0, run.stderr
-        scores[bool(store)] = json.loads(run.stdout)
-    assert scores[True]["ndcg@10"] == scores[False]["ndcg@10"] and scores[True]["queries"] == 3
-    assert len(list((cache / "eval").iterdir())) == 2, "the database's working directory is not its own"
-    with closing(PostgresStore(pg_url)) as store:
-        assert store.collection("corpus").documents == 3  # ingested into the database, not beside it
+    for dataset in (data, other):
+        for store in ([], ["--store", pg_url]):
+            run = cli("eval", dataset, "--strategy", "hybrid", "--cache-dir", cache, *store, "--json")
+            assert run.exit_code == 0, run.stderr
+            scores[dataset.name, bool(store)] = json.loads(run.stdout)
+        assert scores[dataset.name, True]["ndcg@10"] == scores[dataset.name, False]["ndcg@10"]
+    assert scores["tiny", True]["queries"] == 3 and scores["other", True]["ndcg@10"] == 1.0
+    assert len(list((cache / "eval").iterdir())) == 4, "the database's working directories are not their own"
+    config = EngineConfig(store=pg_url)
+    name = eval_collection(load_beir(data), config)
+    with closing(PostgresStore(pg_url)) as store:  # ingested into the database, one collection per corpus
+        assert sorted(c.name for c in store.collections()) == sorted([name, eval_collection(load_beir(other), config)])
+        assert store.collection(name).documents == 3
     # the working directory's "already ingested" marker holds only for the collection it was written for
-    first = run_eval(data, "bm25", k=5, config=EngineConfig(store=pg_url), cache_dir=cache)
+    first = run_eval(data, "bm25", k=5, config=config, cache_dir=cache)
     assert first.ingest["added"] == 3  # the marker the CLI's run left
     with closing(PostgresStore(pg_url)) as store:
-        store.drop_collection("corpus")  # the database emptied (or a new one at the same URL)
-    again = run_eval(data, "bm25", k=5, config=EngineConfig(store=pg_url), cache_dir=cache)
+        store.drop_collection(name)  # the database emptied (or a new one at the same URL)
+    again = run_eval(data, "bm25", k=5, config=config, cache_dir=cache)
     assert again.ingest["added"] == 3
     assert again.metrics["queries"] == 3 and again.metrics["ndcg@10"] == first.metrics["ndcg@10"]
     with closing(PostgresStore(pg_url)) as store:
-        assert store.collection("corpus").documents == 3
+        assert store.collection(name).documents == 3
     bad = cli("eval", data, "--store", str(tmp_path / "dir"), "--cache-dir", cache)
     assert bad.exit_code == 2 and "postgresql://" in bad.stderr

@@ -79,21 +79,35 @@ def evidence_metrics(hits: list[Hit], gold: list[Span]) -> dict[str, float]:
     return out
 
 
+def _eval_name(dataset: BeirDataset, config: EngineConfig) -> str:
+    model = re.sub(r"[^\w.-]+", "_", config.embed_model or "default")
+    return f"{dataset.name}-{dataset.fingerprint()}-{model}-t{config.chunk_tokens}"
+
+
 def eval_store_dir(dataset: BeirDataset, config: EngineConfig, cache_dir: Path) -> Path:
     """The embedded store of this corpus and config; with ``config.store`` (PostgreSQL), the local working
     directory beside it, one per database."""
-    model = re.sub(r"[^\w.-]+", "_", config.embed_model or "default")
-    name = f"{dataset.name}-{dataset.fingerprint()}-{model}-t{config.chunk_tokens}"
+    name = _eval_name(dataset, config)
     if config.store is not None:
         name += "-pg-" + hashlib.sha256(database_label(config.store).encode("utf-8")).hexdigest()[:12]
     return cache_dir / "eval" / name
 
 
+def eval_collection(dataset: BeirDataset, config: EngineConfig) -> str:
+    """``corpus`` in the corpus's own embedded store; in a database, which every corpus and config evaluated
+    on it shares, a collection named after them."""
+    if config.store is None:
+        return COLLECTION
+    name = _eval_name(dataset, config)
+    return name if len(name) <= 128 else f"{name[:100]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+
+
 def prepare(dataset: BeirDataset, engine: Engine, show_progress: bool) -> tuple[Collection, dict[str, Any]]:
     """The ingested corpus; a marker file makes a second run skip straight to querying (in a database's
     working directory, only for the collection it was written for: the database may be a new one)."""
-    collection = engine.collection(COLLECTION, create=True)
-    incarnation = "" if engine.config.store is None else "-" + version_incarnation(engine.store.version(COLLECTION))
+    name = eval_collection(dataset, engine.config)
+    collection = engine.collection(name, create=True)
+    incarnation = "" if engine.config.store is None else "-" + version_incarnation(engine.store.version(name))
     marker = engine.path / f"ingested-{dataset.fingerprint()}{incarnation}.json"
     if marker.exists():
         return collection, json.loads(marker.read_text())
