@@ -10,7 +10,7 @@ def test_upload_then_retrieve_and_answer(server: LiveServer) -> None:
         assert c.post("/v1/collections", json={"name": "smoke", "description": "capitals"}).status_code == 201
         files = [
             ("files", ("paris.txt", b"Paris is the capital of France. The Louvre is there.")),
-            ("files", ("berlin.md", "# Berlin\nBerlin is the capital of Germany.".encode())),
+            ("files", ("berlin.md", b"# Berlin\nBerlin is the capital of Germany.")),
         ]
         r = c.post("/v1/collections/smoke/documents", files=files)
         assert r.status_code == 202, r.text
