@@ -89,7 +89,7 @@ def test_a_merged_hnsw_graph_never_returns_rows_deleted_during_the_merge(store: 
     dead = set(current.tombstones().tolist())
     assert dead
     for probe in items[3].embeddings:
-        positions, _ = current.dense.search(probe, 5, current.live, filtered=False)
+        positions, _ = current.dense.search(probe, 5, current.live)
         assert not dead & set(current.row_ids[positions].tolist())
 
 

@@ -16,6 +16,7 @@ from waypost.base import DocumentStore, Embedder, FloatMatrix
 from waypost.embeddings.coverage import CoverageBook
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter
+from waypost.index.dense import QueryScores
 from waypost.index.set import IndexSet
 from waypost.index.topk import Mask, Positions, Scores
 from waypost.llm.accounting import PriceTable
@@ -52,7 +53,7 @@ class SearchContext:
     # rules over this context's indexes
     filter_extractor_source: Callable[[], QueryFilterExtractor] | None = None
     _query_vector: tuple[str, FloatMatrix] | None = field(default=None, repr=False)
-    _dense: tuple[str, npt.NDArray[np.float32]] | None = field(default=None, repr=False)
+    _dense: tuple[str, QueryScores] | None = field(default=None, repr=False)
     _lexical: tuple[str, npt.NDArray[np.float64]] | None = field(default=None, repr=False)
     _evidence: EvidenceGraph | None = field(default=None, repr=False)
 
@@ -70,11 +71,17 @@ class SearchContext:
             self._query_vector = (query, self.embedder.embed_query(query))
         return self._query_vector[1]
 
-    def dense_scores(self, query: str) -> npt.NDArray[np.float32]:
-        """Cosine of every position with the query, computed once per context and query."""
+    def dense(self, query: str) -> QueryScores:
+        """The query's dense scores, once per context and query: ``top(k, mask)`` candidates and scores
+        ``at(positions)`` (exact; from HNSW candidates in a collection past ``exact_dense_below`` chunks)."""
         if self._dense is None or self._dense[0] != query:
-            self._dense = (query, self.indexes.dense.scores(self.query_vector(query)))
+            self._dense = (query, QueryScores(self.indexes.dense, self.query_vector(query)))
         return self._dense[1]
+
+    def dense_scores(self, query: str) -> npt.NDArray[np.float32]:
+        """Cosine of every position with the query (a full scan at any size: for strategies that score every
+        position, such as the tree's leaves; the others ask ``dense(query)`` for candidates)."""
+        return self.dense(query).full()
 
     def lexical_scores(self, query: str) -> npt.NDArray[np.float64]:
         """BM25 of every position for the query, computed once per context and query."""

@@ -22,6 +22,7 @@ from waypost.graph.model import Extractor
 from waypost.hierarchy.live import TreeCache
 from waypost.hierarchy.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from waypost.hierarchy.tree import TreeConfig
+from waypost.index.dense import EXACT_DENSE_BELOW
 from waypost.index.set import IndexCache, MergePolicy
 from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
@@ -47,7 +48,8 @@ class EngineConfig:
     embed_model: str | None = None  # None: the model the collection was built with, else the default
     chunk_tokens: int = 200
     fusion: FusionConfig = field(default_factory=FusionConfig)
-    approximate_dense: bool = False
+    approximate_dense: bool = False  # True: dense search by HNSW candidates at every size (tests, experiments)
+    exact_dense_below: int = EXACT_DENSE_BELOW  # chunks: exact dense scores below, HNSW candidates from here on
     merge_policy: MergePolicy = field(default_factory=MergePolicy)  # when index segments merge and are saved
     background_index_work: bool = True  # merges and saves on a worker thread (False: inline, for tests)
     embed_cache: Path | None = None  # None: <store>/embedding-cache.sqlite
@@ -87,6 +89,7 @@ class Engine:
             self.config.merge_policy,
             background=self.config.background_index_work,
             max_open=self.config.max_open_collections,
+            exact_below=self.config.exact_dense_below,
         )
         open_max = self.config.max_open_collections
         self.trees = TreeCache(

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.base import ChunkSnapshot
-from waypost.index.dense import DenseIndex, load_hnsw
+from waypost.index.dense import DenseIndex, graph_files, load_graphs
 from waypost.index.lexical import Postings, Vocabulary, merge_postings
 from waypost.index.metadata import MetadataIndex
 from waypost.index.references import TitleTable
@@ -237,9 +237,10 @@ class Segment:
         (path / "titles.json").write_text(json.dumps(self.titles, ensure_ascii=False))
         (path / "title_table.json").write_text(json.dumps(self.title_table().to_json(), ensure_ascii=False))
         files += ["document_ids.json", "titles.json", "title_table.json"]
-        if self.dense.hnsw is not None:
-            self.dense.hnsw.save_index(str(path / "hnsw.bin"))
-            files.append("hnsw.bin")
+        if self.dense.graphs:
+            for graph, name in zip(self.dense.graphs, graph_files(len(self)), strict=True):
+                graph.save_index(str(path / name))
+                files.append(name)
         for file in files:
             fsync_path(path / file)
         manifest = {
@@ -281,9 +282,10 @@ class Segment:
                         raise ValueError(f"segment file {target} is corrupt (block {i} checksum mismatch)")
 
     @classmethod
-    def load(cls, path: Path, approximate: bool = False, full_check: bool = True) -> Segment:
+    def load(cls, path: Path, graph_from: int | None = None, full_check: bool = True) -> Segment:
         """A saved segment, memory-mapped; raises ``ValueError``/``OSError`` if anything is missing or
-        corrupt. ``full_check=False`` samples large files (the caller verifies the rest in the background)."""
+        corrupt. ``full_check=False`` samples large files (the caller verifies the rest in the background).
+        A segment of at least ``graph_from`` rows (``None``: never) gets its HNSW graph, saved or built."""
         manifest = json.loads((path / "segment.json").read_text())
         cls.verify(path, full=full_check)
         rows, docs = int(manifest["rows"]), int(manifest["documents"])
@@ -302,10 +304,9 @@ class Segment:
         if metadata.size != rows or len(titles) != docs:
             raise ValueError(f"segment {path} has a metadata index or titles of the wrong size")
 
-        hnsw = None
-        if approximate and (path / "hnsw.bin").exists():
-            hnsw = load_hnsw(path / "hnsw.bin", int(manifest["dim"]), rows)
-        dense = DenseIndex(vectors, approximate=approximate and hnsw is None, hnsw=hnsw)
+        approximate = graph_from is not None and rows >= graph_from
+        graphs = load_graphs(path, int(manifest["dim"]), rows) if approximate else None
+        dense = DenseIndex(vectors, approximate=approximate and graphs is None, graphs=graphs)
         segment = cls(
             name=str(manifest["name"]),
             row_ids=row_ids,

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore, version_incarnation
 from waypost.errors import CollectionNotFoundError
-from waypost.index.dense import DenseView
+from waypost.index.dense import EXACT_DENSE_BELOW, DenseView, extend_graphs
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
 from waypost.index.metadata import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
@@ -132,8 +132,10 @@ class IndexSet:
         analyzers: Analyzers,
         params: BM25Params | None = None,
         build_seconds: float = 0.0,
+        exact_below: int = EXACT_DENSE_BELOW,
     ) -> None:
         self.collection = collection
+        self.exact_below = exact_below  # collections this large search the dense side by graph candidates
         self.generation = generation
         self.version = version
         self.segments = tuple(segments)
@@ -173,7 +175,7 @@ class IndexSet:
             [(s.documents, dl) for s, dl in zip(self.segments, self.doc_lives, strict=True)], vsize
         )
         self.dense = DenseView(
-            list(zip([s.dense for s in self.segments], self.offsets, self.lives, strict=True)), self._size
+            list(zip([s.dense for s in self.segments], self.offsets, self.lives, strict=True)), self._size, exact_below
         )
         self.bm25 = BM25View(self)
         self.metadata = MetadataView(
@@ -312,7 +314,17 @@ class IndexSet:
     def with_segments(
         self, segments: Sequence[Segment], lives: Sequence[BoolArray | None], generation: int, version: str
     ) -> IndexSet:
-        return IndexSet(self.collection, generation, version, segments, lives, self.vocab, self.analyzers, self.params)
+        return IndexSet(
+            self.collection,
+            generation,
+            version,
+            segments,
+            lives,
+            self.vocab,
+            self.analyzers,
+            self.params,
+            exact_below=self.exact_below,
+        )
 
     def tombstones(self) -> IntArray:
         """Row ids of dead positions."""
@@ -329,13 +341,19 @@ class IndexSet:
         approximate: bool = False,
         params: BM25Params | None = None,
         analyzer: Analyzers | None = None,
+        exact_below: int = EXACT_DENSE_BELOW,
     ) -> IndexSet:
-        """Everything from one snapshot, as a single segment: the reference incremental updates must equal."""
+        """Everything from one snapshot, as a single segment: the reference incremental updates must equal.
+        Its dense vectors get an HNSW graph when ``approximate`` or at least ``exact_below`` rows."""
         t0 = time.perf_counter()
         analyzer = analyzer or analyzers()
         vocab = Vocabulary()
-        segment = Segment.build(_segment_name(snap.generation), snap, analyzer, vocab, approximate)
-        built = cls(collection, snap.generation, snap.version, [segment], [None], vocab, analyzer, params)
+        below = 0 if approximate else exact_below
+        graph = len(snap.row_ids) >= below
+        segment = Segment.build(_segment_name(snap.generation), snap, analyzer, vocab, graph)
+        built = cls(
+            collection, snap.generation, snap.version, [segment], [None], vocab, analyzer, params, exact_below=below
+        )
         built.build_seconds = time.perf_counter() - t0
         return built
 
@@ -391,8 +409,24 @@ def _compact_vocabulary(state: IndexSet) -> IndexSet | None:
         for s in state.segments
     ]
     return IndexSet(
-        state.collection, state.generation, state.version, segments, state.lives, vocab, state.analyzers, state.params
+        state.collection,
+        state.generation,
+        state.version,
+        segments,
+        state.lives,
+        vocab,
+        state.analyzers,
+        state.params,
+        exact_below=state.exact_below,
     )
+
+
+def _with_new_graph(segment: Segment, generation: int) -> Segment:
+    """A loaded segment whose HNSW graph was built at load (saved without one, then below the threshold) as an
+    unsaved segment of a new name, so the next save writes it with its graph and later loads read that."""
+    if not segment.dense.graphs or segment.path is None or (segment.path / "hnsw.bin").exists():
+        return segment
+    return replace(segment, name=_segment_name(generation), path=None, _lock=threading.Lock())
 
 
 def _segment_name(generation: int) -> str:
@@ -435,11 +469,14 @@ class LiveIndex:
         policy: MergePolicy | None = None,
         params: BM25Params | None = None,
         background: bool = True,
+        exact_below: int = EXACT_DENSE_BELOW,
     ) -> None:
         self.store = store
         self.collection = collection
         self.directory = directory
         self.approximate = approximate
+        # a main segment this large carries an HNSW graph, and dense search takes its candidates (0: always)
+        self.exact_below = 0 if approximate else exact_below
         self.policy = policy or MergePolicy()
         self.params = params or BM25Params()
         self.background = background
@@ -489,7 +526,11 @@ class LiveIndex:
             if changes is not None:
                 return current.apply(changes)
         built = IndexSet.build(
-            self.collection, self.store.snapshot(self.collection), self.approximate, self.params, self.analyzers
+            self.collection,
+            self.store.snapshot(self.collection),
+            params=self.params,
+            analyzer=self.analyzers,
+            exact_below=self.exact_below,
         )
         self.loaded_from = "rebuilt from the store"
         self._schedule(lambda: self._persist(built))
@@ -555,12 +596,18 @@ class LiveIndex:
             if any(s.name not in lives for s in parts):
                 return  # already merged away
             whole = parts[0] is start.segments[0]
+            rows = sum(len(s) if (lv := lives[s.name]) is None else int(lv.sum()) for s in parts)  # live rows merged
+            graph = whole and rows >= self.exact_below
+            main = parts[0].dense
+            grow = graph and bool(main.graphs) and lives[parts[0].name] is None  # main's positions stay
             merged = Segment.merge(
                 _segment_name(start.generation),
                 [(s, lives[s.name]) for s in parts],
                 len(start.vocab),
-                approximate=self.approximate and whole,
+                approximate=graph and not grow,
             )
+            if grow:  # the main graphs take the new rows (the last one copied first): no graph of the whole
+                merged.dense.graphs = extend_graphs(main.graphs, merged.dense.vectors, len(main))
             with self._lock:
                 now = self._current
                 assert now is not None
@@ -764,11 +811,12 @@ class LiveIndex:
                     raise ValueError(f"vocabulary {manifest['vocab']} does not match its state")
                 vocab = Vocabulary(json.loads(payload))
                 segments = [  # in the background the full check follows on the worker thread
-                    Segment.load(base / name, self.approximate, full_check=not self.background)
+                    Segment.load(base / name, graph_from=self.exact_below, full_check=not self.background)
                     for name in manifest["segments"]
                 ]
                 if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
                     raise ValueError("a segment uses terms the saved vocabulary lacks")
+                segments = [_with_new_graph(s, generation) for s in segments]
                 tombstones = np.asarray(manifest["tombstones"], dtype=np.int64)
                 lives: list[BoolArray | None] = []
                 for s in segments:
@@ -789,12 +837,15 @@ class LiveIndex:
                     vocab,
                     self.analyzers,
                     self.params,
+                    exact_below=self.exact_below,
                 )
                 state.build_seconds = time.perf_counter() - t0
                 self.loaded_from = f"{path.name} (saved generation {generation})"
                 self._persisted = _Persisted(generation, path)
                 if self.background:
                     self._submit(self._verify_task(segments))
+                    if any(s.path is None for s in segments):  # graphs built at load: saved once, in the background
+                        self._submit(lambda: self._persist(self._current))
                 return state
             except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
                 self._record_error(f"ignored saved index state {path.name}: {exc}", exc)  # the next one may do
@@ -936,10 +987,12 @@ class IndexCache:
         policy: MergePolicy | None = None,
         background: bool = True,
         max_open: int = DEFAULT_OPEN_COLLECTIONS,
+        exact_below: int = EXACT_DENSE_BELOW,
     ) -> None:
         self.store = store
         self.cache_dir = cache_dir
         self.approximate = approximate
+        self.exact_below = exact_below
         self.policy = policy
         self.background = background
         self._live: CollectionLRU[LiveIndex] = CollectionLRU(max_open, self._open, self._close)
@@ -948,7 +1001,15 @@ class IndexCache:
         directory = None if self.cache_dir is None else self.cache_dir / collection
         if directory is not None:
             _drop_legacy(directory)
-        return LiveIndex(self.store, collection, directory, self.approximate, self.policy, background=self.background)
+        return LiveIndex(
+            self.store,
+            collection,
+            directory,
+            self.approximate,
+            self.policy,
+            background=self.background,
+            exact_below=self.exact_below,
+        )
 
     @staticmethod
     def _close(collection: str, index: LiveIndex) -> None:

@@ -15,14 +15,18 @@ was made."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
 from waypost.context import SearchContext
 from waypost.errors import WaypostError
+from waypost.index.dense import QueryScores
+from waypost.index.topk import Positions
 from waypost.post.evidence import SectionRef
 from waypost.types import Chunk, Hit, PassageRef, RetrievalResult
 
@@ -50,20 +54,46 @@ class PassageConfig:
             raise WaypostError("passage window must be zero or more")
 
 
-def relevance(ctx: SearchContext, query: str, dense_share: float) -> npt.NDArray[np.float64]:
-    """Each position's relevance to the query in [0, 1]: dense and BM25, each scaled by its maximum and
-    blended with ``dense_share`` (scaled down where the embedder covers the query's language poorly)."""
-    dense = ctx.dense_scores(query).astype(np.float64)
-    lexical = ctx.lexical_scores(query)
+class Relevance:
+    """Each position's relevance to the query in [0, 1]: dense and BM25, each scaled by its maximum over the
+    collection and blended with ``alpha``; computed for the positions asked (the dense side reads just
+    those vectors in a collection searched by graph candidates)."""
+
+    def __init__(self, dense: QueryScores, lexical: npt.NDArray[np.float64], alpha: float) -> None:
+        self._dense = dense
+        self._lexical = lexical
+        self._alpha = alpha
+        self._dense_top = dense.max()
+        self._lexical_top = float(lexical.max()) if lexical.size else 0.0
+
+    def at(self, positions: Positions | Sequence[int]) -> npt.NDArray[np.float64]:
+        positions = np.asarray(positions, dtype=np.int64)
+        dense = _scaled(self._dense.at(positions).astype(np.float64), self._dense_top)
+        lexical = _scaled(np.asarray(self._lexical[positions], dtype=np.float64), self._lexical_top)
+        out: npt.NDArray[np.float64] = self._alpha * dense + (1 - self._alpha) * lexical
+        return out
+
+    @overload
+    def __getitem__(self, positions: int) -> float: ...
+
+    @overload
+    def __getitem__(self, positions: Positions | Sequence[int]) -> npt.NDArray[np.float64]: ...
+
+    def __getitem__(self, positions: int | Positions | Sequence[int]) -> float | npt.NDArray[np.float64]:
+        if isinstance(positions, (int, np.integer)):
+            return float(self.at(np.asarray([positions], dtype=np.int64))[0])
+        return self.at(positions)
+
+
+def _scaled(values: npt.NDArray[np.float64], top: float) -> npt.NDArray[np.float64]:
+    return np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
+
+
+def relevance(ctx: SearchContext, query: str, dense_share: float) -> Relevance:
+    """Each position's relevance to the query (``Relevance``), the dense share ``dense_share`` scaled down
+    where the embedder covers the query's language poorly."""
     _language, weight, _note = ctx.dense_weight(query)
-    alpha = dense_share * weight
-
-    def scaled(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        top = float(values.max()) if values.size else 0.0
-        return np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
-
-    out: npt.NDArray[np.float64] = alpha * scaled(dense) + (1 - alpha) * scaled(lexical)
-    return out
+    return Relevance(ctx.dense(query), ctx.lexical_scores(query), dense_share * weight)
 
 
 @dataclass
@@ -123,7 +153,7 @@ class PassageAssembler:
         return list(zip(hits, at, strict=True))
 
     # -- policies ---------------------------------------------------------------------------------------
-    def _grow(self, anchor: int, scores: npt.NDArray[np.float64]) -> list[int]:
+    def _grow(self, anchor: int, scores: Relevance) -> list[int]:
         section = self.graph.get_parent(anchor)
         if section is None:
             return [anchor]
@@ -193,7 +223,7 @@ class PassageAssembler:
         return drafts
 
     # -- output -----------------------------------------------------------------------------------------
-    def _merge(self, drafts: list[_Draft], scores: npt.NDArray[np.float64] | None) -> list[Hit]:
+    def _merge(self, drafts: list[_Draft], scores: Relevance | None) -> list[Hit]:
         """Passages in anchor order; one overlapping an earlier passage of its document joins it when the two
         fit together (else it keeps only what that one lacks, see ``_without_repeats``)."""
         kept: list[_Draft] = []
@@ -243,7 +273,7 @@ class PassageAssembler:
         stored = self.graph.chunk(position)
         return stored.chunk.index if stored is not None else 0
 
-    def _hit(self, draft: _Draft, scores: npt.NDArray[np.float64] | None) -> Hit:
+    def _hit(self, draft: _Draft, scores: Relevance | None) -> Hit:
         if not draft.positions:
             return draft.source
         chunks = [self.graph.chunk(p) for p in draft.positions]

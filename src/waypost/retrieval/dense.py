@@ -1,4 +1,4 @@
-"""Dense retrieval: embed the query, inner product against every chunk vector (or HNSW)."""
+"""Dense retrieval: embed the query, inner product against every chunk vector (or HNSW candidates)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ class DenseRetriever:
         timer = Timer()
         mask = self.ctx.prefilter(filters, timer)
         with timer.stage("embed_query"):
-            qvec = self.ctx.query_vector(query)
+            self.ctx.query_vector(query)
         with timer.stage("dense_search"):
-            positions, scores = self.ctx.indexes.dense.search(qvec, k, mask, filtered=filters is not None)
+            positions, scores = self.ctx.dense(query).top(k, mask)
         with timer.stage("fetch"):
             hits = self.ctx.hits(positions, scores, self.name, {"dense": ranked_table(positions, scores)})
         explanation = self.ctx.explain(self.name, query, query, filters, mask, timer)

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from waypost.index.dense import QueryScores
 from waypost.index.topk import Mask, Positions, Scores
 
 
@@ -29,11 +30,12 @@ class FusionConfig:
 
 @dataclass(frozen=True)
 class RankedList:
-    """One retriever's ranking, plus its full score array so missing candidates can still be scored."""
+    """One retriever's ranking, plus every position's score (an array, or the dense side's ``QueryScores``
+    that scores positions on demand) so the other list's candidates can still be scored."""
 
     positions: Positions
     scores: Scores
-    all_scores: Scores
+    all_scores: Scores | QueryScores
 
 
 def fuse(

@@ -259,7 +259,7 @@ def chunk_relevance(
     with timer.stage("relevance"):
         allowed = allowed_chunks(view, mask)
         at = np.maximum(view.chunk_positions, 0)
-        dense = _scaled(ctx.dense_scores(query)[at].astype(np.float64), stages["dense"])
+        dense = _scaled(ctx.dense(query).at(at).astype(np.float64), stages["dense"])
         lexical = _scaled(ctx.lexical_scores(query)[at].astype(np.float64), stages["bm25"])
         _language, weight, _note = ctx.dense_weight(query)
         alpha = fusion.alpha * weight

@@ -18,8 +18,8 @@ def hybrid_search(
     with timer.stage("embed_query"):
         ctx.query_vector(query)
     with timer.stage("dense_search"):
-        dense_all = ctx.dense_scores(query)
-        d_pos, d_scores = top_k(dense_all, depth, mask)
+        dense_all = ctx.dense(query)  # exact below exact_dense_below chunks, graph candidates above
+        d_pos, d_scores = dense_all.top(depth, mask)
     with timer.stage("bm25_search"):
         sparse_all = ctx.lexical_scores(query).astype(np.float32)
         s_pos, s_scores = top_k(sparse_all, depth, mask)

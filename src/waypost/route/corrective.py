@@ -200,9 +200,8 @@ class QualityEvaluator:
         if found is not None:
             return found
         mask = ctx.prefilter(filters, Timer())
-        dense = ctx.dense_scores(query)
         lexical = ctx.lexical_scores(query).astype(np.float32)
-        d_pos, d_scores = top_k(dense, TOP, mask)
+        d_pos, d_scores = ctx.dense(query).top(TOP, mask)
         s_pos, s_scores = top_k(lexical, TOP, mask)
         s_pos = s_pos[s_scores > 0]
         both = len(set(d_pos.tolist()) & set(s_pos.tolist()))

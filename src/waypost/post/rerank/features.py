@@ -77,7 +77,7 @@ def compute_features(
         return FeatureRows(values, [])
     col = {name: i for i, name in enumerate(FEATURES)}
     rel = relevance(ctx, query, alpha)
-    dense = ctx.dense_scores(query)
+    dense = ctx.dense(query)
     lexical = ctx.lexical_scores(query)
     top_lexical = float(lexical.max()) if lexical.size else 0.0
     at = graph.positions(hits)
