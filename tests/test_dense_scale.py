@@ -113,14 +113,21 @@ def test_above_it_candidates_come_from_the_graph_with_exact_scores(store: SQLite
     assert recall(found, truth) >= 0.98
 
 
-def test_a_selective_filter_is_an_exact_scan_over_its_rows(store: SQLiteStore) -> None:
+def test_a_selective_filter_is_an_exact_scan_over_its_rows(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     state = LiveIndex(store, "c", None, policy=NEVER, background=False, exact_below=THRESHOLD).get()
-    mask = state.metadata.mask(Condition("kind", Op.EQ, "rare"))
-    assert 0 < mask.sum() <= dense_module.FILTER_EXACT_ROWS
-    for q in queries(10):
-        pos, val = QueryScores(state.dense, q).top(10, mask)
-        want_pos, want_val = top_k(state.dense.scores(q), 10, mask)
-        assert np.array_equal(pos, want_pos) and np.allclose(val, want_val, atol=1e-6)
+    mask = state.metadata.mask(Condition("kind", Op.EQ, "rare"))  # 60 rows: 2% of the segment
+    graph = state.segments[0].dense.graphs[0]
+    calls: list[int] = []
+    state.segments[0].dense.graphs[0] = _Spy(graph, lambda *a, **k: calls.append(1) or graph.knn_query(*a, **k))
+    for rows in (dense_module.FILTER_EXACT_ROWS, 10):  # selective by its rows, then by its share alone
+        monkeypatch.setattr(dense_module, "FILTER_EXACT_ROWS", rows)
+        for q in queries(10):
+            pos, val = QueryScores(state.dense, q).top(10, mask)
+            want_pos, want_val = top_k(state.dense.scores(q), 10, mask)
+            assert np.array_equal(pos, want_pos) and np.allclose(val, want_val, atol=1e-6)
+    assert calls == []  # never the graph
+    QueryScores(state.dense, queries(1)[0]).top(10)
+    assert calls == [1]
 
 
 def test_a_broad_filter_is_applied_inside_the_graph_search(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
