@@ -246,3 +246,55 @@ def test_the_cli_adds_and_queries_a_postgres_store(pg_url: str, tmp_path: Path, 
     assert list((tmp_path / "home" / ".cache" / "waypost" / "pg").iterdir()), "no local working directory"
     missing = cli("query", "x", "--store", pg_url.rsplit("/", 1)[0] + "/postgres", env=env)
     assert missing.exit_code != 0 and "no waypost store" in missing.stderr
+
+
+def test_a_connection_lost_mid_ingest_keeps_committed_batches_and_a_rerun_finishes(
+    pg_url: str, tmp_path: Path, minilm: Embedder
+) -> None:
+    """The server drops the ingest's connection inside a batch's write transaction: the batches written
+    before it stay, the broken one is not half-written, and running the same ingest again writes the rest."""
+    import psycopg
+
+    from waypost.types import Document
+
+    docs = [Document(f"d{i:03d}", f"Note {i} about topic {i % 7}: the measured value was {i * 3}.") for i in range(600)]
+    killed: list[int] = []
+
+    def kill_the_write() -> None:  # terminate the backend that holds the ingest's open write transaction
+        with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
+            deadline = time.monotonic() + 10
+            while not killed and time.monotonic() < deadline:
+                rows = conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    " AND backend_xid IS NOT NULL"  # a transaction that has written something
+                ).fetchall()
+                for (pid,) in rows:
+                    if conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,):
+                        killed.append(pid)
+
+    batches: list[int] = []
+    killer: list[threading.Thread] = []
+
+    def on_stage(stage: str, report: object) -> None:
+        if stage == "writing":
+            batches.append(1)
+            if len(batches) == 2:  # the second batch's write is the one that loses its connection
+                killer.append(threading.Thread(target=kill_the_write))
+                killer[0].start()
+
+    with Engine(tmp_path / "work", EngineConfig(store=pg_url, chunk_tokens=64)) as engine:
+        engine.register_embedder(minilm)
+        coll = engine.collection("kb", create=True)
+        with pytest.raises(DatabaseUnavailableError):
+            coll.add(docs, on_stage=on_stage)
+        killer[0].join()
+        assert killed, "the write transaction was never seen"
+        written = {d.id for d in engine.store.iter_documents("kb")}
+        assert written == {d.id for d in docs[:256]}  # the first batch committed; the broken one left nothing
+        again = coll.add(docs)
+        assert (again.unchanged, again.added) == (256, 344)
+        stored = {d.id: d for d in engine.store.iter_documents("kb")}
+        assert sorted(stored) == sorted(d.id for d in docs)
+        assert all(stored[d.id].text == d.text for d in docs)
+        hit = coll.retrieve("the measured value was 1500", "bm25", k=1).hits[0]
+        assert hit.document_id == "d500"
