@@ -3,12 +3,15 @@ store in a schema of its own; tenants stay apart exactly as on the embedded stor
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tests.server_fixtures import live_server
 from waypost.base import Embedder
+from waypost.store.pg_cluster import ThrowawayCluster
 
 
 def test_server_keeps_each_tenant_in_its_own_schema(tmp_path: Path, minilm: Embedder, pg_url: str) -> None:
@@ -35,3 +38,33 @@ def test_server_keeps_each_tenant_in_its_own_schema(tmp_path: Path, minilm: Embe
             docs = [r[0] for r in conn.execute(f'SELECT id FROM "{tenant}".documents')]
             assert len(docs) == 1
     assert not (tmp_path / "srv" / "control.sqlite").exists()  # nothing of the control plane on local disk
+
+
+def test_a_database_outage_is_a_503_with_retry_after_and_the_server_recovers(
+    tmp_path: Path, minilm: Embedder, pg_url: str, pg_cluster: ThrowawayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from waypost.store import pg_base
+
+    monkeypatch.setattr(pg_base, "POOL_TIMEOUT_S", 1.0)  # a short retry budget, so the outage shows quickly
+    monkeypatch.setattr(pg_base, "RETRY_DELAYS_S", (0.2,))
+    body = {"collection": "notes", "query": "lighthouse logbooks", "k": 1}
+    with live_server(tmp_path / "srv", minilm, database=pg_url) as server, server.client("alpha:write") as c:
+        assert c.post("/v1/collections", json={"name": "notes"}).status_code == 201
+        r = c.post("/v1/collections/notes/documents", json={"documents": [{"id": "d1", "text": "Lighthouse logs."}]})
+        assert server.wait_job("alpha:write", r.json()["id"])["state"] == "succeeded"
+        assert c.post("/v1/retrieve", json=body).status_code == 200
+        pg_cluster.stop("immediate")
+        try:
+            started = time.monotonic()
+            down = c.post("/v1/retrieve", json=body)
+            assert time.monotonic() - started < 30
+            assert down.status_code == 503, down.text
+            assert down.headers["Retry-After"] == "5"
+            assert "postgres" not in down.text.lower() and "127.0.0.1" not in down.text  # nothing of the database
+        finally:
+            pg_cluster.start()
+        deadline = time.monotonic() + 30
+        while (up := c.post("/v1/retrieve", json=body)).status_code == 503:
+            assert time.monotonic() < deadline, "the server never recovered after the database came back"
+            time.sleep(0.5)
+        assert up.status_code == 200 and up.json()["hits"][0]["document_id"] == "d1"

@@ -26,7 +26,7 @@ from waypost.store.postgres import PostgresStore
 class TestPostgresStore(StoreConformance, PurgeConformance, DescriptionConformance):
     @pytest.fixture
     def store(self, pg_url: str) -> Iterator[PostgresStore]:
-        s = PostgresStore(pg_url)
+        s = PostgresStore(pg_url, log_retention_s=0)  # the suite checks compaction as it happens
         yield s
         s.close()
 
@@ -37,7 +37,7 @@ class TestPostgresStore(StoreConformance, PurgeConformance, DescriptionConforman
         def again(store: DocumentStore) -> DocumentStore:
             assert isinstance(store, PostgresStore)
             store.close()
-            opened.append(PostgresStore(pg_url))
+            opened.append(PostgresStore(pg_url, log_retention_s=0))
             return opened[-1]
 
         yield again
@@ -298,3 +298,65 @@ def test_a_connection_lost_mid_ingest_keeps_committed_batches_and_a_rerun_finish
         assert all(stored[d.id].text == d.text for d in docs)
         hit = coll.retrieve("the measured value was 1500", "bm25", k=1).hits[0]
         assert hit.document_id == "d500"
+
+
+def test_compaction_keeps_recent_changes_for_processes_that_lag(pg_url: str) -> None:
+    store = PostgresStore(pg_url)  # the default retention
+    try:
+        store.create_collection("c", "m", DIM)
+        for i in range(3):
+            store.write("c", [item(f"d{i}", f"Text {i}.")])
+        store.acknowledge("c", "flat-indexes", 3)  # the only consumer applied everything ...
+        assert store.log_floor("c") == 0 and store.changes("c", 0) is not None  # ... but the changes are recent
+        store.log_retention_s = 0.2
+        time.sleep(0.3)
+        store.write("c", [item("d3", "Text 3.")])
+        store.acknowledge("c", "flat-indexes", 3)
+        assert store.log_floor("c") == 3  # the old ones go; the one inside the window stays
+        changes = store.changes("c", 3)
+        assert changes is not None and [doc for _, doc, _ in changes.documents] == ["d3"]
+    finally:
+        store.close()
+
+
+def test_a_process_that_lags_catches_up_from_the_log_after_another_saved_and_compacted(
+    pg_url: str, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two engines on one database, each with its own working directory (two machines): when one saves its
+    indexes and compacts the log, the other, a few writes behind, catches up instead of rebuilding."""
+    from waypost.index.set import IndexSet
+    from waypost.types import Document
+
+    with (
+        Engine(tmp_path / "a", EngineConfig(store=pg_url, chunk_tokens=64)) as a,
+        Engine(tmp_path / "b", EngineConfig(store=pg_url, chunk_tokens=64)) as b,
+    ):
+        a.register_embedder(minilm)
+        b.register_embedder(minilm)
+        a.collection("kb", create=True).add([Document("tides", "The moon pulls the oceans: two tides a day.")])
+        assert b.collection("kb").retrieve("tides", "bm25", k=1).hits[0].document_id == "tides"
+        a.collection("kb").add([Document("bees", "Honey bees dance to show where the flowers are.")])
+        a.collection("kb").retrieve("bees", "bm25", k=1)  # a's indexes catch up ...
+        a.indexes.live("kb").flush()  # ... and are saved and acknowledged: every consumer is past b's state
+        assert a.store.consumers("kb")["flat-indexes"] == 2
+        builds: list[int] = []
+        original = IndexSet.build
+        monkeypatch.setattr(IndexSet, "build", staticmethod(lambda *x, **k: builds.append(1) or original(*x, **k)))
+        assert b.collection("kb").retrieve("bees dancing", "bm25", k=1).hits[0].document_id == "bees"
+        assert builds == [], "the lagging process rebuilt its indexes instead of catching up"
+
+
+def test_a_database_without_the_extension_gets_it_and_stores_vectors_at_once(pg_cluster: ThrowawayCluster) -> None:
+    name = "t_bare"
+    url = pg_cluster.create_database(name, extension=False)
+    try:
+        store = PostgresStore(f"{url}?schema=team_a")  # the schema and the extension are made on first use
+        try:
+            store.create_collection("c", "m", DIM)
+            store.write("c", [item("d1", "Vectors on the pool's very first connection.")])
+            snapshot = store.snapshot("c")
+            assert snapshot.embeddings.shape == (1, DIM)
+        finally:
+            store.close()
+    finally:
+        pg_cluster.drop_database(name)

@@ -27,3 +27,8 @@ class InvalidInputError(WaypostError):
 
 class InvalidDocumentError(InvalidInputError):
     """One document cannot be stored as given; the message names its id and field. Ingest skips it, the rest goes on."""
+
+
+class StoreUnavailableError(WaypostError):
+    """The store's database could not be reached, or went away mid-transaction, within the retry budget:
+    nothing is wrong with the request; it may succeed when retried later."""

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from waypost import __version__
-from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
+from waypost.errors import CollectionNotFoundError, ModelMismatchError, StoreUnavailableError, WaypostError
 from waypost.server.config import ServerConfig
 from waypost.server.deps import ServerState
 from waypost.server.jobs import JobRunner
@@ -74,6 +74,11 @@ def add_error_handlers(app: FastAPI) -> None:
             return _error(404, "no such collection")  # the library's message names the store's location
         if isinstance(exc, ModelMismatchError):
             return _error(409, str(exc))
+        if isinstance(exc, StoreUnavailableError):  # the database is down or restarting: not the request's fault
+            log.warning("store unavailable: %s", exc)
+            response = _error(503, "the store is unavailable; retry shortly")
+            response.headers["Retry-After"] = "5"
+            return response
         return _error(400, without_paths(str(exc), request.app.state.waypost.config.root))  # bad input
 
     @app.exception_handler(ControlError)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from waypost.engine import EngineConfig
+from waypost.store.backend import is_database_url
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 CONTROL_SCHEMA = "waypost_control"
@@ -30,7 +31,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
-        if self.database is not None and not self.database.startswith(("postgresql://", "postgres://")):
+        if self.database is not None and not is_database_url(self.database):
             raise ValueError("the server's database is a postgresql:// URL")
         if not self.auth and self.host not in LOOPBACK:
             raise ValueError(f"--no-auth is only allowed on a loopback address, not {self.host!r}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,23 +18,23 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from waypost.errors import WaypostError
+from waypost.errors import StoreUnavailableError, WaypostError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_RESERVED_SCHEMA = re.compile(r"^(pg_|information_schema$)")
 CONNECT_TIMEOUT_S = 10
+# A connection whose server vanished without closing it (a lost host, a cut network) is found dead by TCP
+# keepalives within about a minute instead of blocking forever.
+KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 POOL_TIMEOUT_S = 30.0
 RETRY_DELAYS_S = (0.2, 1.0, 3.0)  # a read is retried this often while the server restarts, then it fails
 
 
-class DatabaseUnavailableError(WaypostError):
+class DatabaseUnavailableError(StoreUnavailableError):
     """The PostgreSQL server could not be reached (or went away mid-transaction) within the retry budget."""
-
-
-def is_postgres_url(location: object) -> bool:
-    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -41,18 +42,23 @@ def split_url(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query))
     schema = query.pop("schema", "public")
-    if not _SCHEMA_NAME.match(schema):
-        raise WaypostError(f"a schema name is lower-case letters, digits and '_', not {schema!r}")
+    if not _SCHEMA_NAME.match(schema) or _RESERVED_SCHEMA.match(schema):
+        raise WaypostError(
+            f"a schema name is lower-case letters, digits and '_' (not pg_... or information_schema), not {schema!r}"
+        )
     return urlunsplit(parts._replace(query=urlencode(query))), schema
 
 
 def redact(url: str) -> str:
     """The URL without its password, for messages and logs."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    if parts.password is not None:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
+    query = parse_qsl(parts.query)
+    if any(key == "password" for key, _ in query):
+        hidden = [(key, "***" if key == "password" else value) for key, value in query]
+        parts = parts._replace(query=urlencode(hidden, safe="*"))
+    return urlunsplit(parts)
 
 
 class PgDatabase:
@@ -62,36 +68,54 @@ class PgDatabase:
         self.url = url
         self.conninfo, self.schema = split_url(url)
         self.location = redact(url)
+        self.vector_schema = "public"  # where the vector extension lives (``_prepare`` reads it)
         self.pool = ConnectionPool(
             self.conninfo,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True, **KEEPALIVES},
             configure=self._configure,
             check=ConnectionPool.check_connection,
             timeout=POOL_TIMEOUT_S,
             open=False,
             name=f"waypost:{self.schema}",
         )
+        self._prepare()  # before the pool: its connections register the vector type when they open
         try:
             self.pool.open(wait=True, timeout=POOL_TIMEOUT_S)
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailableError(f"cannot reach PostgreSQL at {self.location}: {exc}") from None
         except Exception as exc:  # psycopg_pool's PoolTimeout: no connection could be made in time
             self.pool.close()
             raise DatabaseUnavailableError(f"cannot reach PostgreSQL at {self.location}: {exc}") from None
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+    def _prepare(self) -> None:
+        """The schema and the vector extension, created if missing; processes starting at once take turns."""
+        try:
+            with psycopg.connect(self.conninfo, **{"connect_timeout": CONNECT_TIMEOUT_S, **KEEPALIVES}) as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext('waypost:prepare'))")
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                row = conn.execute(
+                    "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+                    " WHERE e.extname = 'vector'"
+                ).fetchone()
+                self.vector_schema = str(row[0]) if row else "public"
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailableError(f"cannot reach PostgreSQL at {self.location}: {exc}") from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise WaypostError(
+                f"PostgreSQL at {self.location}: {exc.diag.message_primary}; an administrator can run"
+                f' CREATE SCHEMA "{self.schema}" and CREATE EXTENSION vector beforehand'
+            ) from None
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        conn.execute(f'SET search_path TO "{self.schema}", public')
+        path = [self.schema] + [s for s in (self.vector_schema, "public") if s != self.schema]
+        conn.execute("SET search_path TO " + ", ".join(f'"{s}"' for s in dict.fromkeys(path)))
         from pgvector.psycopg import register_vector
 
         try:
             register_vector(conn)
-        except psycopg.ProgrammingError:  # the extension is created right after the first connection
-            log.debug("vector type not registered yet on this connection")
+        except psycopg.ProgrammingError:
+            log.warning("PostgreSQL at %s: the vector type is not visible on this connection", self.location)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -144,27 +168,28 @@ class PgDatabase:
 
 
 _shared: dict[str, tuple[PgDatabase, int]] = {}
+_shared_lock = threading.Lock()
 
 
 def open_database(url: str) -> PgDatabase:
     """The process's pool for ``url`` (opened on first use, shared by every part of a backend)."""
-    found = _shared.get(url)
-    if found is not None:
-        _shared[url] = (found[0], found[1] + 1)
-        return found[0]
-    db = PgDatabase(url)
-    _shared[url] = (db, 1)
-    return db
+    with _shared_lock:
+        found = _shared.get(url)
+        if found is not None:
+            _shared[url] = (found[0], found[1] + 1)
+            return found[0]
+        db = PgDatabase(url)
+        _shared[url] = (db, 1)
+        return db
 
 
 def release_database(db: PgDatabase) -> None:
     """Give back one ``open_database``; the last one closes the pool."""
-    found = _shared.get(db.url)
-    if found is None or found[0] is not db:
-        db.close()
-        return
-    if found[1] <= 1:
-        del _shared[db.url]
-        db.close()
-    else:
-        _shared[db.url] = (db, found[1] - 1)
+    with _shared_lock:
+        found = _shared.get(db.url)
+        if found is not None and found[0] is db and found[1] > 1:
+            _shared[db.url] = (db, found[1] - 1)
+            return
+        if found is not None and found[0] is db:
+            del _shared[db.url]
+    db.close()

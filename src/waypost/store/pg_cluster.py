@@ -88,14 +88,15 @@ class ThrowawayCluster:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self, name: str) -> str:
-        """A new empty database with the vector extension; returns its URL."""
+    def create_database(self, name: str, extension: bool = True) -> str:
+        """A new empty database, with the vector extension unless ``extension`` is False; returns its URL."""
         import psycopg
 
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        with psycopg.connect(self.url(name), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        if extension:
+            with psycopg.connect(self.url(name), autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return self.url(name)
 
     def drop_database(self, name: str) -> None:

@@ -26,7 +26,7 @@ import psycopg
 from waypost.base import ChunkSnapshot, CollectionInfo, Feedback, IngestItem, StoredChunk
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.store.pg_base import DatabaseUnavailableError, PgDatabase, open_database, release_database
-from waypost.store.postgres_log import ChangeLog
+from waypost.store.postgres_log import LOG_RETENTION_S, ChangeLog
 from waypost.store.postgres_rows import read_rows
 from waypost.store.postgres_schema import COMPONENT, MIGRATIONS
 from waypost.types import Chunk, Document, index_text
@@ -70,7 +70,8 @@ class PostgresStore(ChangeLog):
     """A ``DocumentStore`` in one schema of a PostgreSQL database. ``location`` is a ``postgresql://`` URL (its
     pool is shared in the process and released on ``close``) or a ``PgDatabase`` the caller owns."""
 
-    def __init__(self, location: str | PgDatabase) -> None:
+    def __init__(self, location: str | PgDatabase, log_retention_s: float = LOG_RETENTION_S) -> None:
+        self.log_retention_s = log_retention_s
         self._owned = isinstance(location, str)
         self.db = open_database(location) if isinstance(location, str) else location
         self.location = self.db.location

@@ -13,9 +13,17 @@ from waypost.base import ChangeSet, make_version, version_incarnation
 from waypost.store.postgres_rows import read_rows
 from waypost.store.postgres_schema import PgStoreBase
 
+LOG_RETENTION_S = 3600.0  # a change stays in the log this long after every consumer applied it
+
 
 class ChangeLog(PgStoreBase):
-    """The change log's half of ``PostgresStore``."""
+    """The change log's half of ``PostgresStore``.
+
+    Compaction keeps what every registered consumer applied, and also every change younger than
+    ``log_retention_s``: other processes on the database keep their indexes in their own working
+    directories and catch up from the log, so a process that lagged less than that never rebuilds."""
+
+    log_retention_s: float = LOG_RETENTION_S
 
     def changes(self, collection: str, since: int) -> ChangeSet | None:
         """What changed after generation ``since``; ``None`` when the log no longer reaches back that far."""
@@ -76,6 +84,12 @@ class ChangeLog(PgStoreBase):
             )
             row = conn.execute("SELECT min(generation) FROM log_consumers WHERE collection = %s", (collection,))
             applied = int(row.fetchone()[0])  # type: ignore[index]
+            recent = conn.execute(  # the oldest change still within the retention window stays, with all after it
+                "SELECT min(generation) FROM change_log WHERE collection = %s AND committed_at >= %s",
+                (collection, time.time() - self.log_retention_s),
+            ).fetchone()
+            if recent is not None and recent[0] is not None:
+                applied = min(applied, int(recent[0]) - 1)
             conn.execute("DELETE FROM change_log WHERE collection = %s AND generation <= %s", (collection, applied))
             floor = conn.execute(
                 "UPDATE collections SET log_floor = greatest(log_floor, %s) WHERE name = %s RETURNING log_floor",

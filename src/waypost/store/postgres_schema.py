@@ -107,6 +107,8 @@ MIGRATIONS = [
         PRIMARY KEY (collection, name)
     );
     """,
+    # when each change was committed: compaction keeps recent changes for processes that lag (``log_retention_s``)
+    "ALTER TABLE change_log ADD COLUMN committed_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM now())",
 ]
 
 
