@@ -134,7 +134,7 @@ def test_concurrent_writers_log_contiguous_generations_in_commit_order(
 
 
 def test_a_server_restart_mid_use_fails_cleanly_or_retries(
-    pg_url: str, pg_cluster: ThrowawayCluster, databases: list[PgDatabase]
+    pg_url: str, pg_cluster: ThrowawayCluster, databases: list[PgDatabase], caplog: pytest.LogCaptureFixture
 ) -> None:
     store = store_on(pg_url, databases)
     store.create_collection("c", "m", DIM)
@@ -168,6 +168,8 @@ def test_a_server_restart_mid_use_fails_cleanly_or_retries(
     assert not worker.is_alive(), "a store call hung across the restart"
     assert not unexpected, unexpected
     assert outcomes["ok"] > 0
+    retried = [r for r in caplog.records if "connection lost" in r.getMessage()]
+    assert outcomes["unavailable"] + len(retried) >= 1, "the restart never reached a store call"
     assert set(committed) <= {d.id for d in store.iter_documents("c")}  # what a write reported stayed written
     store.write("c", [item("after", "Written after the restart.")])
     assert store.get_document("c", "after") is not None

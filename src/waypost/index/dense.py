@@ -10,6 +10,7 @@ iterative scans)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -27,6 +28,7 @@ EXACT_DENSE_BELOW = 200_000  # chunks: exact scores below this, graph candidates
 # them; a broader one filters inside the graph search (at 1M chunks a 10% filter costs about 40 ms either way).
 FILTER_EXACT_ROWS = 20_000
 FILTER_EXACT_SHARE = 0.08
+_WIDE_SEARCH = threading.Lock()  # a graph search wider than the resting beam (see ``DenseIndex._knn``)
 GRAPH_ROWS = 250_000  # rows per HNSW graph: a larger segment has one graph per range of this many positions
 HNSW_M = 32  # graph degree
 HNSW_EF_CONSTRUCTION = 200
@@ -107,6 +109,9 @@ class DenseIndex:
         self.vectors = vectors if isinstance(vectors, np.memmap) else np.ascontiguousarray(vectors, dtype=np.float32)
         self._ef = ef
         self.graphs: list[Any] = list(graphs or [])
+        for graph in self.graphs:
+            if graph.ef != ef:
+                graph.set_ef(ef)
         if not self.graphs and approximate and len(self.vectors) > 0:
             self.graphs = build_graphs(self.vectors, ef)
 
@@ -157,9 +162,8 @@ class DenseIndex:
             want = min(k, hi - lo if keep is None else int(keep[lo:hi].sum()))
             if want <= 0:
                 continue
-            graph.set_ef(max(self._ef, 2 * want))
             try:
-                labels, _ = graph.knn_query(q, k=want, num_threads=1, filter=accept)
+                labels = self._knn(graph, q, want, accept)
                 found.append(labels[0].astype(np.int64))
             except RuntimeError:  # the graph reached fewer than ``want`` (most of it deleted or filtered): scan
                 part = top_k(self.scores_at(query, np.arange(lo, hi)), want, None if keep is None else keep[lo:hi])
@@ -168,6 +172,19 @@ class DenseIndex:
         scores = self.scores_at(query, positions)
         order = np.argsort(-scores, kind="stable")[:k]
         return positions[order], scores[order]
+
+    def _knn(self, graph: Any, q: FloatMatrix, want: int, accept: Any) -> Any:
+        """``want`` labels from ``graph``. Its beam width stays ``self._ef`` at rest, so concurrent queries
+        never narrow each other's; a query wanting a wider beam widens it under a lock and restores it."""
+        need = 2 * want
+        if need <= self._ef:
+            return graph.knn_query(q, k=want, num_threads=1, filter=accept)[0]
+        with _WIDE_SEARCH:
+            graph.set_ef(need)
+            try:
+                return graph.knn_query(q, k=want, num_threads=1, filter=accept)[0]
+            finally:
+                graph.set_ef(self._ef)
 
     def search(self, query: FloatMatrix, k: int, mask: Mask | None = None) -> tuple[Positions, Scores]:
         if self.graphs and mask is None and k < len(self):
