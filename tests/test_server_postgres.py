@@ -4,12 +4,13 @@ store in a schema of its own; tenants stay apart exactly as on the embedded stor
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from tests.server_fixtures import live_server
+from tests.server_fixtures import LiveServer, live_server
 from waypost.base import Embedder
 from waypost.store.pg_cluster import ThrowawayCluster
 
@@ -68,3 +69,45 @@ def test_a_database_outage_is_a_503_with_retry_after_and_the_server_recovers(
             assert time.monotonic() < deadline, "the server never recovered after the database came back"
             time.sleep(0.5)
         assert up.status_code == 200 and up.json()["hits"][0]["document_id"] == "d1"
+
+
+def _upload(server: LiveServer, prefix: str, count: int) -> str:
+    docs = [
+        {"id": f"{prefix}{i}", "text": f"Record {i} of batch {prefix}: the gauge read {i * 7} units."}
+        for i in range(count)
+    ]
+    with server.client("alpha:write") as c:
+        r = c.post("/v1/collections/notes/documents", json={"documents": docs})
+        assert r.status_code == 202, r.text
+        return str(r.json()["id"])
+
+
+def _wait_running(server: LiveServer, job_id: str) -> None:
+    deadline = time.monotonic() + 60
+    with server.client("alpha:read") as c:
+        while c.get(f"/v1/jobs/{job_id}").json()["state"] == "queued":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+
+def test_two_servers_on_one_database_never_run_each_others_live_jobs_and_take_over_a_stopped_ones(
+    tmp_path: Path, minilm: Embedder, pg_url: str
+) -> None:
+    with ExitStack() as stop_b, ExitStack() as stop_a:
+        a = stop_a.enter_context(live_server(tmp_path / "a", minilm, database=pg_url, job_lease_s=1.0))
+        with a.client("alpha:write") as c:
+            assert c.post("/v1/collections", json={"name": "notes"}).status_code == 201
+        first = _upload(a, "x", 600)
+        _wait_running(a, first)
+        # b starts while a runs a job, and sweeps for abandoned jobs every third of a second from then on
+        b = stop_b.enter_context(live_server(tmp_path / "b", minilm, database=pg_url, job_lease_s=1.0))
+        done = a.wait_job("alpha:write", first)
+        assert (done["state"], done["attempts"]) == ("succeeded", 1)  # b never started it beside a
+        second = _upload(a, "y", 1500)
+        _wait_running(a, second)
+        stop_a.close()  # a stops gracefully mid-job and releases it; b takes it over within a beat
+        taken = b.wait_job("alpha:write", second)
+        assert (taken["state"], taken["attempts"]) == ("succeeded", 2), taken
+        with b.client("alpha:read") as c:
+            listed = c.get("/v1/collections/notes/documents", params={"limit": 1}).json()
+            assert listed["total"] == 2100

@@ -116,3 +116,34 @@ class ControlConformance:
             t.join()
         assert not errors
         assert control.job("t1", "j1").counts == {f"c{n}": 20 for n in range(4)}
+
+    def test_a_job_is_held_by_one_owner_until_its_lease_runs_out(self, control: Any) -> None:
+        control.create_job(job("j1"))
+        now = 1000.0
+        held = control.claim("j1", "a", now + 60, now)
+        assert held is not None and (held.owner, held.lease_until) == ("a", now + 60)
+        assert control.claim("j1", "b", now + 60, now + 10) is None  # a's lease runs
+        assert control.claim("j1", "a", now + 90, now + 30) is not None  # a renews it
+        assert control.claim("j1", "b", now + 60, now + 60) is None
+        assert control.claim("j1", "b", now + 160, now + 100) is not None  # ran out: b takes it over
+        assert control.claim("j1", "c", now + 200, now + 110, take_from="b") is not None  # b is known dead
+        assert control.job("t1", "j1").owner == "c"
+        control.advance("j1", state="failed")
+        assert control.claim("j1", "c", now + 300, now + 120) is None  # a finished job is never held
+        assert control.claim("missing", "c", now + 300, now + 120) is None
+
+    def test_concurrent_claims_give_a_job_to_one_owner(self, control: Any) -> None:
+        control.create_job(job("j1"))
+        now = time.time()
+        won: list[str] = []
+
+        def claim(owner: str) -> None:
+            if control.claim("j1", owner, now + 60, now) is not None:
+                won.append(owner)
+
+        threads = [threading.Thread(target=claim, args=(f"o{i}",)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(won) == 1 and control.job("t1", "j1").owner == won[0]

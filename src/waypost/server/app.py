@@ -94,7 +94,15 @@ def add_error_handlers(app: FastAPI) -> None:
 def create_app(config: ServerConfig) -> FastAPI:
     control = open_control(config.control_location)
     engines = TenantEngines(config.root, config.engine, config.database)
-    runner = JobRunner(control, control, engines, config.root / "spool", config.job_workers, config.max_job_attempts)
+    runner = JobRunner(
+        control,
+        control,
+        engines,
+        config.root / "spool",
+        config.job_workers,
+        config.max_job_attempts,
+        config.job_lease_s,
+    )
     state = ServerState(config, control, engines, runner)
 
     @asynccontextmanager

@@ -25,6 +25,7 @@ class ServerConfig:
     max_files: int = 1000
     job_workers: int = 1  # ingestion runs on its own threads, apart from request handling
     max_job_attempts: int = 3  # a job whose worker died this often (kill -9 mid-run) fails instead of resuming
+    job_lease_s: float = 60.0  # a server holds its jobs this long between renewals; then another may take them
     heartbeat_s: float = 10.0  # server-sent events: a comment line this often while nothing else is sent
     query_threads: int = 8  # retrieval and answers run on a thread pool of this size
     max_k: int = 100

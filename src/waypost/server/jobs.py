@@ -5,7 +5,9 @@ ingest skips documents already written, by content hash) or fails it with a reas
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import socket
 import threading
 import time
 import uuid
@@ -24,6 +26,7 @@ from waypost.types import Document
 
 log = logging.getLogger(__name__)
 
+JOB_LEASE_S = 60.0  # a server holds each of its jobs this long, renewing a third of the way; then others may take it
 STAGE_STATES = {"chunking": "chunking", "embedding": "embedding", "writing": "indexing", "written": "indexing"}
 
 
@@ -40,6 +43,26 @@ def new_job_id() -> str:
     return f"job_{uuid.uuid4().hex}"
 
 
+def process_owner() -> str:
+    """A job owner's name: this host, this process, and a nonce for each runner."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def dead_here(owner: str) -> bool:
+    """Whether ``owner`` was a process on this host that no longer runs (its jobs need not wait for the lease)."""
+    host, _, rest = owner.partition("/")
+    pid = rest.partition("/")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
 class JobRunner:
     """Runs jobs from a ``JobLog`` on its own thread pool; every state change is written before it is told."""
 
@@ -51,14 +74,22 @@ class JobRunner:
         spool: Path,
         workers: int = 1,
         max_attempts: int = 3,
+        lease_s: float = JOB_LEASE_S,
     ) -> None:
         self.jobs = jobs
         self.tenants = tenants
         self.engines = engines
         self.spool = Path(spool)
         self.max_attempts = max_attempts
+        self.lease_s = lease_s
+        self.owner = process_owner()
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="waypost-job")
         self._closed = threading.Event()
+        self._held: set[str] = set()  # jobs this runner holds a lease on (queued or running)
+        self._held_lock = threading.Lock()
+        self._sweeping = False  # set by ``resume_unfinished``: also take over jobs whose owner's lease ran out
+        self._heartbeat = threading.Thread(target=self._beat, name="waypost-job-lease", daemon=True)
+        self._heartbeat.start()
         self.on_change: Callable[[JobRecord], None] | None = None  # told after each write (events)
 
     # -- submission -----------------------------------------------------------------------------
@@ -66,27 +97,70 @@ class JobRunner:
         return self.spool / job_id
 
     def submit(self, job: JobRecord) -> None:
-        if not self._closed.is_set():
+        if not self._closed.is_set() and self._claim(job.id):
             self._pool.submit(self._run_logged, job.id, job.tenant_id)
 
+    def _claim(self, job_id: str, take_from: str = "") -> bool:
+        now = time.time()
+        if self.jobs.claim(job_id, self.owner, now + self.lease_s, now, take_from) is None:
+            log.debug("job %s is held by another server", job_id)
+            return False
+        with self._held_lock:
+            self._held.add(job_id)
+        return True
+
+    def _release(self, job_id: str) -> None:
+        with self._held_lock:
+            self._held.discard(job_id)
+
     def resume_unfinished(self) -> list[JobRecord]:
-        """At start: every job a previous process left unfinished is queued again, or failed with a reason."""
+        """Take over every unfinished job no live server holds (left by a process that died or stopped, here
+        or, once its lease ran out, elsewhere): queue it again, or fail it with a reason. Called at start; the
+        runner then repeats it as its leases are renewed, so a job of a server that dies is taken over."""
+        self._sweeping = True
         resumed = []
         for job in self.jobs.unfinished():
+            with self._held_lock:
+                if job.id in self._held:
+                    continue
+            if not self._claim(job.id, take_from=job.owner if job.owner and dead_here(job.owner) else ""):
+                continue  # a live server runs it
             if job.attempts >= self.max_attempts:
                 self._finish(job.id, "failed", f"stopped {job.attempts} times while running (the server died)")
             elif any(not Path(f["path"]).is_file() for f in job.files):
                 self._finish(job.id, "failed", "the uploaded files of this job are gone; upload them again")
             else:
                 resumed.append(job)
-                self.submit(job)
+                self._pool.submit(self._run_logged, job.id, job.tenant_id)
         if resumed:
             log.info("resuming %d unfinished ingestion jobs", len(resumed))
         return resumed
 
+    def _beat(self) -> None:
+        """Renew the leases of held jobs a third of the way through; take over jobs whose lease ran out."""
+        while not self._closed.wait(self.lease_s / 3):
+            with self._held_lock:
+                held = sorted(self._held)
+            try:
+                for job_id in held:
+                    if not self._claim(job_id):  # it ended meanwhile, or another server took it over
+                        self._release(job_id)
+                if self._sweeping:
+                    self.resume_unfinished()
+            except Exception:  # the control store is down: try again at the next beat
+                log.warning("could not renew the ingestion jobs' leases", exc_info=True)
+
     def close(self, wait: bool = True) -> None:
         self._closed.set()
         self._pool.shutdown(wait=wait, cancel_futures=True)
+        with self._held_lock:
+            held, self._held = sorted(self._held), set()
+        now = time.time()
+        for job_id in held:  # what this server leaves unfinished, another may take at once
+            try:
+                self.jobs.claim(job_id, self.owner, 0.0, now)
+            except Exception:
+                log.warning("could not release job %s", job_id, exc_info=True)
 
     # -- running ----------------------------------------------------------------------------------
     def _write(self, job_id: str, **changes: Any) -> JobRecord:
@@ -116,6 +190,9 @@ class JobRunner:
         except Exception as exc:  # a worker never dies silently: the job says why it failed (details: the log)
             log.exception("ingestion job %s failed", job_id)
             self._finish(job_id, "failed", f"internal error ({type(exc).__name__}); the server log has the details")
+        finally:
+            if not self._closed.is_set():  # done (or ended); on shutdown ``close`` releases what is left
+                self._release(job_id)
 
     def run(self, job_id: str, tenant_id: str) -> None:
         if self._closed.is_set():

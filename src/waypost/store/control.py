@@ -17,6 +17,13 @@ JOB_STATES = ("queued", "parsing", "chunking", "embedding", "indexing", "succeed
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
 
+def claimable(job: JobRecord, owner: str, now: float, take_from: str = "") -> bool:
+    """Whether ``owner`` may hold ``job`` now (``JobLog.claim``'s rule, shared by every backend)."""
+    if job.finished:
+        return False
+    return job.owner in ("", owner) or (take_from != "" and job.owner == take_from) or job.lease_until <= now
+
+
 def state_rank(state: str) -> int:
     """Where ``state`` stands in a job's life; the terminal states share the last rank."""
     if state in TERMINAL_STATES:
@@ -67,6 +74,8 @@ class JobRecord:
     attempts: int = 0  # how many times a worker started it (a restart resumes it)
     cancel_requested: bool = False
     retry_of: str | None = None
+    owner: str = ""  # the server process that runs it ("host/pid/nonce"; see ``JobLog.claim``)
+    lease_until: float = 0.0  # the owner's hold ends then unless renewed
 
     @property
     def finished(self) -> bool:
@@ -152,6 +161,12 @@ class JobLog(Protocol):
 
     def unfinished(self) -> list[JobRecord]:
         """Every tenant's jobs not yet succeeded, failed or cancelled, oldest first."""
+        ...
+
+    def claim(self, job_id: str, owner: str, lease_until: float, now: float, take_from: str = "") -> JobRecord | None:
+        """Hold an unfinished job for ``owner`` until ``lease_until`` (also: renew its own hold). Refused
+        (``None``) while another owner's lease runs past ``now``, unless that owner is ``take_from`` (a
+        process the caller knows is dead); a finished or unknown job is ``None`` too."""
         ...
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from waypost.store.control import JOB_STATES, ApiKey, ControlError, JobRecord, Tenant, state_rank
+from waypost.store.control import JOB_STATES, ApiKey, ControlError, JobRecord, Tenant, claimable, state_rank
 from waypost.store.pg_base import PgDatabase, release_database
 
 MIGRATIONS = [
@@ -49,7 +49,18 @@ MIGRATIONS = [
     """
 ]
 
-_BODY_FIELDS = ("files", "counts", "errors", "reason", "request_hash", "attempts", "cancel_requested", "retry_of")
+_BODY_FIELDS = (
+    "files",
+    "counts",
+    "errors",
+    "reason",
+    "request_hash",
+    "attempts",
+    "cancel_requested",
+    "retry_of",
+    "owner",
+    "lease_until",
+)
 _JOB_COLUMNS = "id, tenant_id, collection, state, created_at, updated_at, body, idempotency_key"
 _UNFINISHED = "state NOT IN ('succeeded','failed','cancelled')"
 
@@ -262,3 +273,17 @@ class PostgresControl:
             lambda conn: conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {_UNFINISHED} ORDER BY seq").fetchall()
         )
         return [_job(r) for r in rows]
+
+    def claim(self, job_id: str, owner: str, lease_until: float, now: float, take_from: str = "") -> JobRecord | None:
+        def write(conn: Conn) -> JobRecord | None:
+            row = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id=%s FOR UPDATE", (job_id,)).fetchone()
+            if row is None:
+                return None
+            job = _job(row)
+            if not claimable(job, owner, now, take_from):
+                return None
+            job.owner, job.lease_until = owner, lease_until
+            _save(conn, job)
+            return job
+
+        return self.db.run(write, retry=False)

@@ -15,6 +15,7 @@ from waypost.store.control import (
     ControlError,
     JobRecord,
     Tenant,
+    claimable,
     state_rank,
 )
 from waypost.store.tables import SideTables
@@ -52,7 +53,18 @@ CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs(tenant_id, seq);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, seq);
 """
 
-_BODY_FIELDS = ("files", "counts", "errors", "reason", "request_hash", "attempts", "cancel_requested", "retry_of")
+_BODY_FIELDS = (
+    "files",
+    "counts",
+    "errors",
+    "reason",
+    "request_hash",
+    "attempts",
+    "cancel_requested",
+    "retry_of",
+    "owner",
+    "lease_until",
+)
 
 
 def _job_row(job: JobRecord) -> tuple[Any, ...]:
@@ -239,3 +251,15 @@ class SQLiteControl(SideTables):
                 f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state NOT IN ('succeeded','failed','cancelled') ORDER BY seq"
             ).fetchall()
         return [_job(r) for r in rows]
+
+    def claim(self, job_id: str, owner: str, lease_until: float, now: float, take_from: str = "") -> JobRecord | None:
+        with self._transaction(write=True) as conn:
+            row = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id=?", (job_id,)).fetchone()
+            if row is None:
+                return None
+            job = _job(row)
+            if not claimable(job, owner, now, take_from):
+                return None
+            job.owner, job.lease_until = owner, lease_until
+            self._save(conn, job)
+        return job
