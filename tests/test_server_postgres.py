@@ -12,6 +12,7 @@ import pytest
 
 from tests.server_fixtures import LiveServer, live_server
 from waypost.base import Embedder
+from waypost.engine import EngineConfig
 from waypost.store.pg_cluster import ThrowawayCluster
 
 
@@ -111,3 +112,53 @@ def test_two_servers_on_one_database_never_run_each_others_live_jobs_and_take_ov
         with b.client("alpha:read") as c:
             listed = c.get("/v1/collections/notes/documents", params={"limit": 1}).json()
             assert listed["total"] == 2100
+
+
+def test_a_worker_whose_job_was_taken_over_stops_and_the_job_runs_once_to_the_end(
+    tmp_path: Path, minilm: Embedder, pg_url: str
+) -> None:
+    """Another process takes a running job over (as after an outage longer than the lease): the first worker
+    stops at its next batch without finishing the job, and the job is resumed and ends with every document once."""
+    from waypost.server.config import ServerConfig
+    from waypost.store.backend import open_control
+
+    with live_server(tmp_path / "a", minilm, database=pg_url, job_lease_s=1.0) as a:
+        control = open_control(ServerConfig(root=tmp_path / "a", database=pg_url).control_location)
+        with a.client("alpha:write") as c:
+            assert c.post("/v1/collections", json={"name": "notes"}).status_code == 201
+        job_id = _upload(a, "z", 1500)
+        _wait_running(a, job_id)
+        job = control.job(control.tenant_by_name("alpha").id, job_id)
+        assert job is not None and job.owner  # held by a from the moment it was recorded
+        now = time.time()
+        taken = control.claim(job_id, "intruder/1/x", now + 1.0, now, take_from=job.owner)
+        assert taken is not None and taken.owner == "intruder/1/x"
+        done = a.wait_job("alpha:write", job_id)  # the intruder never runs it: a takes it back when its lease ends
+        assert done["state"] == "succeeded" and done["attempts"] == 2, done
+        with a.client("alpha:read") as c:
+            assert c.get("/v1/collections/notes/documents", params={"limit": 1}).json()["total"] == 1500
+
+
+def test_a_job_is_held_by_its_server_from_the_moment_it_is_recorded(
+    tmp_path: Path, minilm: Embedder, pg_url: str
+) -> None:
+    from waypost.server.config import ServerConfig
+    from waypost.server.jobs import JobRunner, new_job_id
+    from waypost.server.tenants import TenantEngines
+    from waypost.store.backend import open_control
+    from waypost.store.control import JobRecord
+
+    control = open_control(ServerConfig(root=tmp_path, database=pg_url).control_location)
+    engines = TenantEngines(tmp_path / "e", EngineConfig(), pg_url)
+    here, other = (JobRunner(control, control, engines, tmp_path / "spool") for _ in range(2))
+    try:
+        now = time.time()
+        job = JobRecord(new_job_id(), "t", "notes", "queued", now, now, **here.lease())
+        control.create_job(job)  # recorded; ``submit`` has not run yet
+        assert other.resume_unfinished() == []  # another server's sweep leaves it alone
+        stored = control.job("t", job.id)
+        assert stored is not None and stored.owner == here.owner and stored.state == "queued"
+    finally:
+        here.close()
+        other.close()
+        engines.close()

@@ -122,9 +122,12 @@ def purge(engine: Engine, collections: Iterable[str] | None = None, vacuum: bool
         report.vocabulary_terms += counts["vocabulary_terms"]
         report.index_files += counts["index_files"]
     _sweep_caches(engine, report)
-    if not engine.store.compact(vacuum=vacuum):
-        report.skipped.append("a reader kept the store's WAL file from being truncated: purge again when idle")
-    report.vacuumed = vacuum
+    compacted = engine.store.compact(vacuum=vacuum)
+    if not compacted:  # SQLite: a reader held the WAL file; PostgreSQL: readers held a table past the lock timeout
+        report.skipped.append(
+            "readers kept the store from being rewritten (freed pages may remain): purge again when idle"
+        )
+    report.vacuumed = vacuum and compacted
     logger.info("purged %s", report.to_dict())
     return report
 

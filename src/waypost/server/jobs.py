@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from waypost.errors import CollectionNotFoundError, LoaderError, WaypostError
+from waypost.errors import CollectionNotFoundError, LoaderError, StoreUnavailableError, WaypostError
 from waypost.ingest.loaders import LoadFailure, load_path
 from waypost.ingest.pipeline import IngestReport
 from waypost.server.tenants import TenantEngines
@@ -32,6 +32,11 @@ STAGE_STATES = {"chunking": "chunking", "embedding": "embedding", "writing": "in
 
 class JobCancelled(Exception):
     """Raised inside a running ingest when its job was asked to stop."""
+
+
+class LeaseLost(Exception):
+    """Raised inside a running ingest when another server took the job over (this one's lease ran out while
+    the control store was unreachable): this worker stops without touching the job."""
 
 
 class ServerStopping(Exception):
@@ -96,11 +101,28 @@ class JobRunner:
     def spool_dir(self, job_id: str) -> Path:
         return self.spool / job_id
 
+    def lease(self) -> dict[str, Any]:
+        """The owner fields of a job this server creates: it holds the job from the moment it is stored, so
+        no other server's sweep can take it before ``submit``."""
+        return {"owner": self.owner, "lease_until": time.time() + self.lease_s}
+
     def submit(self, job: JobRecord) -> None:
-        if not self._closed.is_set() and self._claim(job.id):
-            self._pool.submit(self._run_logged, job.id, job.tenant_id)
+        """Queue a job this server created (with ``lease()``), or an older one it can claim."""
+        with self._held_lock:
+            if job.id in self._held:
+                return  # queued or running already (an idempotent replay)
+        if self._closed.is_set() or job.finished:
+            return
+        if job.owner == self.owner:
+            with self._held_lock:
+                self._held.add(job.id)
+        elif not self._claim(job.id):
+            return
+        self._pool.submit(self._run_logged, job.id, job.tenant_id)
 
     def _claim(self, job_id: str, take_from: str = "") -> bool:
+        if self._closed.is_set():
+            return False
         now = time.time()
         if self.jobs.claim(job_id, self.owner, now + self.lease_s, now, take_from) is None:
             log.debug("job %s is held by another server", job_id)
@@ -152,6 +174,8 @@ class JobRunner:
 
     def close(self, wait: bool = True) -> None:
         self._closed.set()
+        if self._heartbeat.is_alive() and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join()  # a beat in progress renews nothing after this
         self._pool.shutdown(wait=wait, cancel_futures=True)
         with self._held_lock:
             held, self._held = sorted(self._held), set()
@@ -216,6 +240,12 @@ class JobRunner:
         except ServerStopping:
             log.info("ingestion job %s interrupted by shutdown; it resumes at the next start", job_id)
             return
+        except LeaseLost:
+            log.warning("ingestion job %s was taken over by another server; this worker stops", job_id)
+            return
+        except StoreUnavailableError:  # not the job's fault: left unfinished, a sweep resumes it
+            log.warning("ingestion job %s paused: the store is unavailable", job_id, exc_info=True)
+            return
         except CollectionNotFoundError:
             self._finish(job_id, "failed", f"collection {job.collection!r} was deleted before the job ran")
             return
@@ -245,6 +275,8 @@ class JobRunner:
         current = self.jobs.job(job.tenant_id, job.id)
         if current is None or current.cancel_requested:
             raise JobCancelled
+        if current.owner not in ("", self.owner):
+            raise LeaseLost
 
     def _documents(self, job: JobRecord, failures: list[LoadFailure], parsed: list[int]) -> Iterator[Document]:
         for spooled in job.files:

@@ -197,7 +197,7 @@ class Tools:
             job = JobRecord(
                 job_id, principal.tenant.id, collection, "queued", now, now,
                 files=[{"name": name, "path": str(path), "bytes": len(data)}],
-                request_hash=request_hash(collection, [(name, data)]),
+                request_hash=request_hash(collection, [(name, data)]), **runner.lease(),
             )  # fmt: skip
             stored, _ = self.state.control.create_job(job)
         except BaseException:

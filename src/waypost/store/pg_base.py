@@ -26,6 +26,7 @@ T = TypeVar("T")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _RESERVED_SCHEMA = re.compile(r"^(pg_|information_schema$)")
 CONNECT_TIMEOUT_S = 10
+_SECRET_PARAMETERS = ("password", "sslpassword")
 # A connection whose server vanished without closing it (a lost host, a cut network) is found dead by TCP
 # keepalives within about a minute instead of blocking forever.
 KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
@@ -55,8 +56,8 @@ def redact(url: str) -> str:
     if parts.password is not None:
         parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
     query = parse_qsl(parts.query)
-    if any(key == "password" for key, _ in query):
-        hidden = [(key, "***" if key == "password" else value) for key, value in query]
+    if any(key in _SECRET_PARAMETERS for key, _ in query):
+        hidden = [(key, "***" if key in _SECRET_PARAMETERS else value) for key, value in query]
         parts = parts._replace(query=urlencode(hidden, safe="*"))
     return urlunsplit(parts)
 
@@ -92,8 +93,11 @@ class PgDatabase:
         try:
             with psycopg.connect(self.conninfo, **{"connect_timeout": CONNECT_TIMEOUT_S, **KEEPALIVES}) as conn:
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext('waypost:prepare'))")
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                # made only when missing: a role without CREATE works once an administrator made them
+                if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone() is None:
+                    conn.execute(f'CREATE SCHEMA "{self.schema}"')
+                if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                    conn.execute("CREATE EXTENSION vector")
                 row = conn.execute(
                     "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
                     " WHERE e.extname = 'vector'"
@@ -178,9 +182,15 @@ def open_database(url: str) -> PgDatabase:
         if found is not None:
             _shared[url] = (found[0], found[1] + 1)
             return found[0]
-        db = PgDatabase(url)
-        _shared[url] = (db, 1)
-        return db
+    db = PgDatabase(url)  # outside the lock: an unreachable server never stalls other URLs' pools
+    with _shared_lock:
+        found = _shared.get(url)
+        if found is None:
+            _shared[url] = (db, 1)
+            return db
+        _shared[url] = (found[0], found[1] + 1)  # another thread opened it meanwhile
+    db.close()
+    return found[0]
 
 
 def release_database(db: PgDatabase) -> None:

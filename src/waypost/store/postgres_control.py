@@ -73,7 +73,8 @@ def _body(job: JobRecord) -> Jsonb:
 
 def _job(row: tuple[Any, ...]) -> JobRecord:
     job_id, tenant_id, collection, state, created, updated, body, key = row[:8]
-    return JobRecord(job_id, tenant_id, collection, state, created, updated, idempotency_key=key, **body)
+    fields = {k: v for k, v in body.items() if k in _BODY_FIELDS}  # a newer server's fields: ignored
+    return JobRecord(job_id, tenant_id, collection, state, created, updated, idempotency_key=key, **fields)
 
 
 def _key(row: tuple[Any, ...]) -> ApiKey:

@@ -13,7 +13,7 @@ from waypost.base import ChangeSet, make_version, version_incarnation
 from waypost.store.postgres_rows import read_rows
 from waypost.store.postgres_schema import PgStoreBase
 
-LOG_RETENTION_S = 3600.0  # a change stays in the log this long after every consumer applied it
+LOG_RETENTION_S = 3600.0  # a change stays in the log at least this long after its commit (and until applied)
 
 
 class ChangeLog(PgStoreBase):
@@ -85,8 +85,9 @@ class ChangeLog(PgStoreBase):
             row = conn.execute("SELECT min(generation) FROM log_consumers WHERE collection = %s", (collection,))
             applied = int(row.fetchone()[0])  # type: ignore[index]
             recent = conn.execute(  # the oldest change still within the retention window stays, with all after it
-                "SELECT min(generation) FROM change_log WHERE collection = %s AND committed_at >= %s",
-                (collection, time.time() - self.log_retention_s),
+                "SELECT min(generation) FROM change_log WHERE collection = %s"
+                " AND committed_at >= extract(epoch FROM now()) - %s",  # the database's clock, as committed_at
+                (collection, self.log_retention_s),
             ).fetchone()
             if recent is not None and recent[0] is not None:
                 applied = min(applied, int(recent[0]) - 1)

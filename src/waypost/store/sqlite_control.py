@@ -74,7 +74,7 @@ def _job_row(job: JobRecord) -> tuple[Any, ...]:
 
 def _job(row: sqlite3.Row | tuple[Any, ...]) -> JobRecord:
     job_id, tenant_id, collection, state, created, updated, body, key = row[:8]
-    fields = json.loads(body)
+    fields = {k: v for k, v in json.loads(body).items() if k in _BODY_FIELDS}  # a newer server's fields: ignored
     return JobRecord(job_id, tenant_id, collection, state, created, updated, idempotency_key=key, **fields)
 
 

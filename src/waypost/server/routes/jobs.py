@@ -92,8 +92,8 @@ async def retry_job(job_id: str, principal: Writer, state: State, engine: Tenant
     now = time.time()
     job = JobRecord(
         new_job_id(), old.tenant_id, old.collection, "queued", now, now, files=list(old.files),
-        request_hash=old.request_hash, retry_of=old.id,
+        request_hash=old.request_hash, retry_of=old.id, **state.runner.lease(),
     )  # fmt: skip
     stored, _ = await engine.run(lambda: state.control.create_job(job))
-    state.runner.submit(stored)
+    await engine.run(lambda: state.runner.submit(stored))
     return job_out(stored)

@@ -211,7 +211,7 @@ async def upload(
         digest = request_hash(coll.name, files)
         job = JobRecord(
             job_id, principal.tenant.id, coll.name, "queued", now, now, files=spooled,
-            idempotency_key=idempotency_key, request_hash=digest,
+            idempotency_key=idempotency_key, request_hash=digest, **state.runner.lease(),
         )  # fmt: skip
         stored, created = await engine.run(lambda: state.control.create_job(job))
     except BaseException:
@@ -223,6 +223,6 @@ async def upload(
             raise HTTPException(409, "this Idempotency-Key was used for a different upload")
         response.headers["Idempotent-Replayed"] = "true"
         return job_out(stored)
-    state.runner.submit(stored)
+    await engine.run(lambda: state.runner.submit(stored))
     response.headers["Location"] = f"/v1/jobs/{stored.id}"
     return job_out(stored)
