@@ -15,7 +15,9 @@ then once per ``--paths`` entry (``default``: the engine's ``exact_dense_below``
 at any size; ``exact``: full scans at any size):
 
 2. build: a fresh process opens the engine and builds every index from the store (snapshot read, BM25,
-   metadata, the HNSW graphs past ``exact_dense_below``), then saves them;
+   metadata, the HNSW graphs past ``exact_dense_below``), then saves them; ``answering_after_s`` is when
+   its first query could be answered (a rebuild of 100,000 chunks or more answers by exact dense scores
+   while its graphs are built in the background), ``build_total_s`` when the graphs were ready and saved;
 3. query: a fresh process measures start-up to the first hybrid answer (model load apart), warm hybrid
    p50/p95 with the real MiniLM query embedding, dense recall@10 of the graph path against exact
    (unfiltered, and under filters keeping 50%, 10% and 1%), filtered hybrid latency, the first query after
@@ -154,7 +156,10 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
     engine.store.snapshot = timed_snapshot  # type: ignore[method-assign]
     t0 = time.perf_counter()
     state = engine.indexes.get(COLLECTION)
+    answering = time.perf_counter() - t0  # a large rebuild answers (exact dense scores) before its graphs exist
+    engine.indexes.live(COLLECTION).wait()  # the graphs, built on the worker thread, then the save
     total = time.perf_counter() - t0
+    state = engine.indexes.get(COLLECTION)
     memory = rss_mb()
     t1 = time.perf_counter()
     engine.close()
@@ -163,6 +168,7 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
         "graphs": len(state.segments[0].dense.graphs),
         "snapshot_s": round(timed.get("snapshot_s", 0.0), 1),
         "hnsw_build_s": round(timed["hnsw_build_s"], 1),
+        "answering_after_s": round(answering, 1),
         "build_total_s": round(total, 1),
         "save_s": round(time.perf_counter() - t1, 1),
         "index_dir_mb": round(

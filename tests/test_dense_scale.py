@@ -337,3 +337,35 @@ def test_a_large_segment_has_one_graph_per_range_of_positions(
     assert builds == [] and len(reopened.segments[0].dense.graphs) == len(grown)  # read, not built
     found = [QueryScores(reopened.dense, q).top(10)[0] for q in queries()]
     assert recall(found, [exact_top(reopened, q, 10) for q in queries()]) >= 0.98
+
+
+def test_a_large_rebuild_answers_exactly_first_and_gets_its_graphs_in_the_background(
+    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from waypost.index import set as set_module
+
+    monkeypatch.setattr(set_module, "GRAPHS_LATER_FROM", 2_000)  # this 3,000-chunk collection counts as large
+    live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
+    try:
+        first = live.get()
+        assert not first.segments[0].dense.graphs and not first.dense.approximate  # answering before the graphs
+        q = queries(1)[0]
+        want = exact_top(first, q, 10)
+        assert np.array_equal(QueryScores(first.dense, q).top(10)[0], want)
+        store.delete("c", ["d0", "d1"])  # written while the graphs are built: stays deleted in their state
+        live.wait()
+        later = live.get()
+        assert later.segments[0].dense.graphs and later.dense.approximate
+        assert later.live is not None and int((~later.live).sum()) == 2 * PER_DOC
+        for q in queries(20):  # no deleted row comes back through the new graphs
+            found = QueryScores(later.dense, q).top(10)[0]
+            assert later.live[found].all()
+        assert live.status().persisted_generation == first.generation  # saved with its graphs
+    finally:
+        live.close()
+    reloaded = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=False, exact_below=THRESHOLD)
+    try:
+        state = reloaded.get()
+        assert state.segments[0].dense.graphs and reloaded.loaded_from.startswith("state-")
+    finally:
+        reloaded.close()

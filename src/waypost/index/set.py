@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore, version_incarnation
 from waypost.errors import CollectionNotFoundError
-from waypost.index.dense import EXACT_DENSE_BELOW, DenseView, extend_graphs
+from waypost.index.dense import EXACT_DENSE_BELOW, DenseIndex, DenseView, build_graphs, extend_graphs
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
 from waypost.index.metadata import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
@@ -51,6 +51,7 @@ IntArray = npt.NDArray[np.int64]
 
 STATE_FORMAT = 1
 CONSUMER = "flat-indexes"
+GRAPHS_LATER_FROM = 100_000  # rows: a rebuild this large answers first and builds its HNSW graphs afterwards
 KEPT_ERRORS = 5  # recent background errors kept for ``status`` (all of them go to the log)
 
 logger = logging.getLogger("waypost.index")
@@ -342,14 +343,16 @@ class IndexSet:
         params: BM25Params | None = None,
         analyzer: Analyzers | None = None,
         exact_below: int = EXACT_DENSE_BELOW,
+        defer_graph: bool = False,
     ) -> IndexSet:
         """Everything from one snapshot, as a single segment: the reference incremental updates must equal.
-        Its dense vectors get an HNSW graph when ``approximate`` or at least ``exact_below`` rows."""
+        Its dense vectors get an HNSW graph when ``approximate`` or at least ``exact_below`` rows, unless
+        ``defer_graph`` (the caller builds it later; until then dense search reads exact scores)."""
         t0 = time.perf_counter()
         analyzer = analyzer or analyzers()
         vocab = Vocabulary()
         below = 0 if approximate else exact_below
-        graph = len(snap.row_ids) >= below
+        graph = len(snap.row_ids) >= below and not defer_graph
         segment = Segment.build(_segment_name(snap.generation), snap, analyzer, vocab, graph)
         built = cls(
             collection, snap.generation, snap.version, [segment], [None], vocab, analyzer, params, exact_below=below
@@ -525,16 +528,58 @@ class LiveIndex:
                     current = newer
             if changes is not None:
                 return current.apply(changes)
+        snapshot = self.store.snapshot(self.collection)
+        # a large collection answers (by exact dense scores) as soon as BM25 and the rest are built; its
+        # graphs, minutes of work at a million chunks, follow on the worker thread
+        defer = (
+            self.background and not self._closed and len(snapshot.row_ids) >= max(self.exact_below, GRAPHS_LATER_FROM)
+        )
         built = IndexSet.build(
             self.collection,
-            self.store.snapshot(self.collection),
+            snapshot,
             params=self.params,
             analyzer=self.analyzers,
             exact_below=self.exact_below,
+            defer_graph=defer,
         )
         self.loaded_from = "rebuilt from the store"
-        self._schedule(lambda: self._persist(built))
+        if defer:
+            self._submit(self._graph_task(built.segments[0], built.generation))
+        else:
+            self._schedule(lambda: self._persist(built))
         return built
+
+    def _graph_task(self, segment: Segment, generation: int) -> Callable[[], None]:
+        """Build the HNSW graphs of a segment built without them, then put the segment with its graphs in its
+        place (rows deleted meanwhile stay deleted) and save the state."""
+
+        def build() -> None:
+            t0 = time.perf_counter()
+            vectors = segment.dense.vectors
+            with_graphs = replace(
+                segment,
+                name=_segment_name(generation),
+                dense=DenseIndex(vectors, graphs=build_graphs(vectors)),
+                path=None,
+                _lock=threading.Lock(),
+            )
+            with self._lock:
+                now = self._current
+                installed = None if now is None else self._install(now, [segment], with_graphs)
+                if installed is None:
+                    return  # merged or reloaded meanwhile: that state has its own graphs
+                self._current = installed
+            self.last_merge = {
+                "at": time.time(),
+                "segments": 1,
+                "rows": len(with_graphs),
+                "seconds": round(time.perf_counter() - t0, 3),
+                "graphs": len(with_graphs.dense.graphs),
+            }
+            if self.directory is not None:
+                self._persist(installed)
+
+        return build
 
     # -- maintenance: merges and saves, on the worker thread -----------------------------------
     def _schedule(self, task: Callable[[], None]) -> None:
