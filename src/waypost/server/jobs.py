@@ -4,6 +4,7 @@ ingest skips documents already written, by content hash) or fails it with a reas
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -48,16 +49,32 @@ def new_job_id() -> str:
     return f"job_{uuid.uuid4().hex}"
 
 
+def _pid_space() -> str:
+    """This boot of this machine and this PID namespace, hashed: two processes whose pids can be compared.
+    Empty where it cannot be told (no /proc)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return hashlib.sha256(f"{boot}:{namespace}".encode()).hexdigest()[:12]
+
+
 def process_owner() -> str:
-    """A job owner's name: this host, this process, and a nonce for each runner."""
-    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+    """A job owner's name: this host, this process, a nonce for each runner, and the PID space."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}/{_pid_space()}"
 
 
 def dead_here(owner: str) -> bool:
-    """Whether ``owner`` was a process on this host that no longer runs (its jobs need not wait for the lease)."""
-    host, _, rest = owner.partition("/")
-    pid = rest.partition("/")[0]
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+    """Whether ``owner`` was a process in this PID space (same host, same boot, same PID namespace) that no
+    longer runs: its jobs need not wait for the lease. Containers that share a host name are told apart."""
+    parts = owner.split("/")
+    if len(parts) != 4:
+        return False
+    host, pid, _nonce, space = parts
+    if host != socket.gethostname() or not space or space != _pid_space() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
         return False
     try:
         os.kill(int(pid), 0)
