@@ -4,6 +4,7 @@ never returned, merges that grow the main graph, and strategies reading candidat
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -339,33 +340,77 @@ def test_a_large_segment_has_one_graph_per_range_of_positions(
     assert recall(found, [exact_top(reopened, q, 10) for q in queries()]) >= 0.98
 
 
+class _Gate:
+    """Holds background graph builds until released."""
+
+    def __init__(self, build: Any) -> None:
+        self.build, self.open, self.started = build, threading.Event(), threading.Event()
+
+    def __call__(self, *a: Any, **k: Any) -> Any:
+        self.started.set()
+        assert self.open.wait(30)
+        return self.build(*a, **k)
+
+
 def test_a_large_rebuild_answers_exactly_first_and_gets_its_graphs_in_the_background(
     store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from waypost.index import set as set_module
 
     monkeypatch.setattr(set_module, "GRAPHS_LATER_FROM", 2_000)  # this 3,000-chunk collection counts as large
+    gate = _Gate(set_module.build_graphs)
+    monkeypatch.setattr(set_module, "build_graphs", gate)
     live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
     try:
         first = live.get()
         assert not first.segments[0].dense.graphs and not first.dense.approximate  # answering before the graphs
         q = queries(1)[0]
-        want = exact_top(first, q, 10)
-        assert np.array_equal(QueryScores(first.dense, q).top(10)[0], want)
-        store.delete("c", ["d0", "d1"])  # written while the graphs are built: stays deleted in their state
+        assert np.array_equal(QueryScores(first.dense, q).top(10)[0], exact_top(first, q, 10))
+        assert gate.started.wait(30)
+        store.delete("c", ["d0", "d1"])  # while the graphs are built ...
+        assert live.get().live is not None  # ... and applied to the view before they are installed
+        gate.open.set()
         live.wait()
         later = live.get()
         assert later.segments[0].dense.graphs and later.dense.approximate
         assert later.live is not None and int((~later.live).sum()) == 2 * PER_DOC
         for q in queries(20):  # no deleted row comes back through the new graphs
-            found = QueryScores(later.dense, q).top(10)[0]
-            assert later.live[found].all()
-        assert live.status().persisted_generation == first.generation  # saved with its graphs
+            assert later.live[QueryScores(later.dense, q).top(10)[0]].all()
+        assert live.status().persisted_generation == later.generation  # saved with its graphs
+        saved = live.status().segments[0]
+        assert saved["saved"]
     finally:
         live.close()
+    assert list((tmp_path / "idx").rglob("hnsw.bin"))
     reloaded = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=False, exact_below=THRESHOLD)
     try:
         state = reloaded.get()
         assert state.segments[0].dense.graphs and reloaded.loaded_from.startswith("state-")
     finally:
         reloaded.close()
+
+
+def test_closing_stops_a_background_graph_build_and_the_next_load_builds_them_later(
+    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from waypost.index import dense
+    from waypost.index import set as set_module
+
+    monkeypatch.setattr(set_module, "GRAPHS_LATER_FROM", 2_000)
+    monkeypatch.setattr(dense, "ADD_BATCH", 100)  # the build looks at its stop signal every 100 rows
+    gate = _Gate(set_module.build_graphs)
+    monkeypatch.setattr(set_module, "build_graphs", gate)
+    live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
+    live.get()
+    assert gate.started.wait(30)
+    gate.open.set()
+    live.close()  # stops the build at its next batch and saves the state without graphs
+    assert not list((tmp_path / "idx").rglob("hnsw.bin"))
+    again = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
+    try:
+        loaded = again.get()
+        assert again.loaded_from.startswith("state-") and not loaded.segments[0].dense.graphs  # not built at load
+        again.wait()
+        assert again.get().segments[0].dense.graphs  # built on the worker thread after the load
+    finally:
+        again.close()

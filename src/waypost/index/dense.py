@@ -35,23 +35,39 @@ HNSW_EF_CONSTRUCTION = 200
 HNSW_EF = 200  # search beam; a search for k candidates uses at least 2k
 
 
-def build_hnsw(vectors: FloatMatrix, ef: int = HNSW_EF, start: int = 0) -> Any:
-    """One graph over ``vectors``, labelled with their positions from ``start`` on."""
+class GraphBuildStopped(Exception):
+    """A background graph build was asked to stop (its index closed, or the segment replaced)."""
+
+
+ADD_BATCH = 25_000  # rows added to a graph between two looks at ``stop``
+
+
+def build_hnsw(vectors: FloatMatrix, ef: int = HNSW_EF, start: int = 0, stop: Callable[[], bool] | None = None) -> Any:
+    """One graph over ``vectors``, labelled with their positions from ``start`` on; ``stop`` is asked between
+    batches of rows and ends the build with ``GraphBuildStopped``."""
     import hnswlib
 
     index = hnswlib.Index(space="ip", dim=vectors.shape[1])
     index.init_index(
         max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION, M=HNSW_M, allow_replace_deleted=False
     )
-    index.add_items(np.asarray(vectors, dtype=np.float32), np.arange(start, start + len(vectors)))
+    step = len(vectors) if stop is None else ADD_BATCH
+    for at in range(0, len(vectors), max(1, step)):
+        if stop is not None and stop():
+            raise GraphBuildStopped
+        part = np.asarray(vectors[at : at + step], dtype=np.float32)
+        index.add_items(part, np.arange(start + at, start + at + len(part)))
     index.set_ef(ef)
     return index
 
 
-def build_graphs(vectors: FloatMatrix, ef: int = HNSW_EF) -> list[Any]:
+def build_graphs(vectors: FloatMatrix, ef: int = HNSW_EF, stop: Callable[[], bool] | None = None) -> list[Any]:
     """Graphs over ``vectors`` in ranges of ``GRAPH_ROWS`` positions (Lucene-style: several bounded graphs
     searched together keep recall and build time per graph where one graph of the whole would lose them)."""
-    return [build_hnsw(vectors[at : at + GRAPH_ROWS], ef, at) for at in range(0, len(vectors), GRAPH_ROWS)]
+    ranges = range(0, len(vectors), GRAPH_ROWS)
+    if stop is None:
+        return [build_hnsw(vectors[at : at + GRAPH_ROWS], ef, at) for at in ranges]
+    return [build_hnsw(vectors[at : at + GRAPH_ROWS], ef, at, stop) for at in ranges]
 
 
 def extend_graphs(graphs: Sequence[Any], vectors: FloatMatrix, start: int, ef: int = HNSW_EF) -> list[Any]:

@@ -282,10 +282,13 @@ class Segment:
                         raise ValueError(f"segment file {target} is corrupt (block {i} checksum mismatch)")
 
     @classmethod
-    def load(cls, path: Path, graph_from: int | None = None, full_check: bool = True) -> Segment:
+    def load(
+        cls, path: Path, graph_from: int | None = None, full_check: bool = True, build_below: int | None = None
+    ) -> Segment:
         """A saved segment, memory-mapped; raises ``ValueError``/``OSError`` if anything is missing or
         corrupt. ``full_check=False`` samples large files (the caller verifies the rest in the background).
-        A segment of at least ``graph_from`` rows (``None``: never) gets its HNSW graph, saved or built."""
+        A segment of at least ``graph_from`` rows (``None``: never) gets its HNSW graph: the saved one, or one
+        built now, unless it has ``build_below`` rows or more (the caller builds it later)."""
         manifest = json.loads((path / "segment.json").read_text())
         cls.verify(path, full=full_check)
         rows, docs = int(manifest["rows"]), int(manifest["documents"])
@@ -306,7 +309,8 @@ class Segment:
 
         approximate = graph_from is not None and rows >= graph_from
         graphs = load_graphs(path, int(manifest["dim"]), rows) if approximate else None
-        dense = DenseIndex(vectors, approximate=approximate and graphs is None, graphs=graphs)
+        build_now = graphs is None and (build_below is None or rows < build_below)
+        dense = DenseIndex(vectors, approximate=approximate and build_now, graphs=graphs)
         segment = cls(
             name=str(manifest["name"]),
             row_ids=row_ids,

@@ -33,7 +33,14 @@ import numpy.typing as npt
 
 from waypost.base import ChangeSet, ChunkSnapshot, DocumentStore, version_incarnation
 from waypost.errors import CollectionNotFoundError
-from waypost.index.dense import EXACT_DENSE_BELOW, DenseIndex, DenseView, build_graphs, extend_graphs
+from waypost.index.dense import (
+    EXACT_DENSE_BELOW,
+    DenseIndex,
+    DenseView,
+    GraphBuildStopped,
+    build_graphs,
+    extend_graphs,
+)
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
 from waypost.index.metadata import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
@@ -494,6 +501,7 @@ class LiveIndex:
         self.errors: deque[str] = deque(maxlen=KEPT_ERRORS)  # the recent ones; every one is logged
         self.error_count = 0
         self._closed = False  # closed (evicted or shut down): background work runs inline
+        self._stop_graphs = threading.Event()  # set on close: a background graph build gives up
 
     # -- reading ------------------------------------------------------------------------------
     def get(self) -> IndexSet:
@@ -531,9 +539,7 @@ class LiveIndex:
         snapshot = self.store.snapshot(self.collection)
         # a large collection answers (by exact dense scores) as soon as BM25 and the rest are built; its
         # graphs, minutes of work at a million chunks, follow on the worker thread
-        defer = (
-            self.background and not self._closed and len(snapshot.row_ids) >= max(self.exact_below, GRAPHS_LATER_FROM)
-        )
+        defer = self._graphs_later(len(snapshot.row_ids))
         built = IndexSet.build(
             self.collection,
             snapshot,
@@ -549,17 +555,35 @@ class LiveIndex:
             self._schedule(lambda: self._persist(built))
         return built
 
+    def _graphs_later(self, rows: int) -> bool:
+        """Whether a segment of ``rows`` rows that needs HNSW graphs gets them on the worker thread."""
+        return self.background and not self._closed and rows >= max(self.exact_below, GRAPHS_LATER_FROM)
+
     def _graph_task(self, segment: Segment, generation: int) -> Callable[[], None]:
-        """Build the HNSW graphs of a segment built without them, then put the segment with its graphs in its
-        place (rows deleted meanwhile stay deleted) and save the state."""
+        """Build the HNSW graphs of a segment built or loaded without them, then put the segment with its
+        graphs in its place (rows deleted meanwhile stay deleted) and save the state. Gives up when the index
+        closes or the segment leaves the current state (merged, or a newer state loaded)."""
+
+        installed_once = [False]  # the task may start before the state holding ``segment`` is current
+
+        def gone() -> bool:
+            current = self._current
+            held = current is not None and any(s.name == segment.name for s in current.segments)
+            installed_once[0] = installed_once[0] or held
+            return self._stop_graphs.is_set() or (installed_once[0] and not held)
 
         def build() -> None:
             t0 = time.perf_counter()
             vectors = segment.dense.vectors
+            try:
+                graphs = build_graphs(vectors, stop=gone)
+            except GraphBuildStopped:
+                logger.info("collection %r: background graph build stopped", self.collection)
+                return
             with_graphs = replace(
                 segment,
                 name=_segment_name(generation),
-                dense=DenseIndex(vectors, graphs=build_graphs(vectors)),
+                dense=DenseIndex(vectors, graphs=graphs),
                 path=None,
                 _lock=threading.Lock(),
             )
@@ -574,7 +598,8 @@ class LiveIndex:
                 "segments": 1,
                 "rows": len(with_graphs),
                 "seconds": round(time.perf_counter() - t0, 3),
-                "graphs": len(with_graphs.dense.graphs),
+                "into_main": True,
+                "graphs_built": len(with_graphs.dense.graphs),
             }
             if self.directory is not None:
                 self._persist(installed)
@@ -855,8 +880,11 @@ class LiveIndex:
                 if hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16] != manifest.get("vocab_sha1"):
                     raise ValueError(f"vocabulary {manifest['vocab']} does not match its state")
                 vocab = Vocabulary(json.loads(payload))
+                later = max(self.exact_below, GRAPHS_LATER_FROM) if self._graphs_later(sys.maxsize) else None
                 segments = [  # in the background the full check follows on the worker thread
-                    Segment.load(base / name, graph_from=self.exact_below, full_check=not self.background)
+                    Segment.load(
+                        base / name, graph_from=self.exact_below, full_check=not self.background, build_below=later
+                    )
                     for name in manifest["segments"]
                 ]
                 if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
@@ -891,6 +919,9 @@ class LiveIndex:
                     self._submit(self._verify_task(segments))
                     if any(s.path is None for s in segments):  # graphs built at load: saved once, in the background
                         self._submit(lambda: self._persist(self._current))
+                    for s in segments:  # saved without graphs it needs (a build stopped at close): they follow
+                        if later is not None and len(s) >= later and not s.dense.graphs:
+                            self._submit(self._graph_task(s, generation))
                 return state
             except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
                 self._record_error(f"ignored saved index state {path.name}: {exc}", exc)  # the next one may do
@@ -915,12 +946,14 @@ class LiveIndex:
         """Finish background work, save what is unsaved, stop the worker thread (again: a no-op)."""
         if self._closed:
             return
+        self._stop_graphs.set()  # a background graph build stops; the state is saved without it
         self.flush()
         self.shut_down()
 
     def shut_down(self) -> None:
         """Stop the worker thread without saving (the collection is being dropped); later work runs inline."""
         self._closed = True
+        self._stop_graphs.set()
         self._worker.shutdown(wait=True)
 
     def status(self) -> LiveStatus:
