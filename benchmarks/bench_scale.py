@@ -17,7 +17,8 @@ at any size; ``exact``: full scans at any size):
 2. build: a fresh process opens the engine and builds every index from the store (snapshot read, BM25,
    metadata, the HNSW graphs past ``exact_dense_below``), then saves them; ``answering_after_s`` is when
    its first query could be answered (a rebuild that needs graphs, at least ``exact_dense_below`` and
-   100,000 chunks, answers by exact dense scores while its graphs are built in the background), ``build_total_s`` when the graphs were ready and saved;
+   100,000 chunks, answers by exact dense scores while its graphs are built in the background),
+   ``build_total_s`` when the graphs were ready and saved;
 3. query: a fresh process measures start-up to the first hybrid answer (model load apart), warm hybrid
    p50/p95 with the real MiniLM query embedding, dense recall@10 of the graph path against exact
    (unfiltered, and under filters keeping 50%, 10% and 1%), filtered hybrid latency, the first query after

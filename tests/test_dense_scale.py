@@ -401,10 +401,16 @@ def test_closing_stops_a_background_graph_build_and_the_next_load_builds_them_la
     gate = _Gate(set_module.build_graphs)
     monkeypatch.setattr(set_module, "build_graphs", gate)
     live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
+    closing = threading.Thread(target=live.close)  # stops the build at its next batch, saves without graphs
     live.get()
     assert gate.started.wait(30)
-    gate.open.set()
-    live.close()  # stops the build at its next batch and saves the state without graphs
+    closing.start()
+    try:
+        assert live._stop_graphs.wait(30)  # the stop is asked for before the build goes on
+    finally:
+        gate.open.set()
+        closing.join(60)
+    assert not closing.is_alive()
     assert not list((tmp_path / "idx").rglob("hnsw.bin"))
     again = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
     try:

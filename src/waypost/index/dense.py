@@ -47,6 +47,8 @@ def build_hnsw(vectors: FloatMatrix, ef: int = HNSW_EF, start: int = 0, stop: Ca
     batches of rows and ends the build with ``GraphBuildStopped``."""
     import hnswlib
 
+    if stop is not None and stop():
+        raise GraphBuildStopped
     index = hnswlib.Index(space="ip", dim=vectors.shape[1])
     index.init_index(
         max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION, M=HNSW_M, allow_replace_deleted=False

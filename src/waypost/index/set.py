@@ -564,16 +564,20 @@ class LiveIndex:
         graphs in its place (rows deleted meanwhile stay deleted) and save the state. Gives up when the index
         closes or the segment leaves the current state (merged, or a newer state loaded)."""
 
-        installed_once = [False]  # the task may start before the state holding ``segment`` is current
+        def held() -> bool:
+            current = self._current
+            return current is not None and any(s.name == segment.name for s in current.segments)
 
         def gone() -> bool:
-            current = self._current
-            held = current is not None and any(s.name == segment.name for s in current.segments)
-            installed_once[0] = installed_once[0] or held
-            return self._stop_graphs.is_set() or (installed_once[0] and not held)
+            return self._stop_graphs.is_set() or not held()
 
         def build() -> None:
             t0 = time.perf_counter()
+            if self._stop_graphs.is_set():  # closed (set before ``_closed``: an inline run never takes the lock)
+                return
+            with self._lock:  # submitted while ``get`` holds the lock: its state is current once we have it
+                if gone():
+                    return  # closed, or the state that needed these graphs was replaced meanwhile
             vectors = segment.dense.vectors
             try:
                 graphs = build_graphs(vectors, stop=gone)
@@ -952,8 +956,8 @@ class LiveIndex:
 
     def shut_down(self) -> None:
         """Stop the worker thread without saving (the collection is being dropped); later work runs inline."""
-        self._closed = True
         self._stop_graphs.set()
+        self._closed = True
         self._worker.shutdown(wait=True)
 
     def status(self) -> LiveStatus:
@@ -1109,6 +1113,7 @@ class IndexCache:
     def forget(self, collection: str) -> None:
         found = self._live.pop(collection)
         if found is not None:
+            found._stop_graphs.set()  # a background graph build of a dropped collection is not waited for
             found.wait()
             found.shut_down()
         if self.cache_dir is not None:
