@@ -98,6 +98,33 @@ class JobRecord:
         }
 
 
+# What a job stores beside its columns (id, tenant, collection, state, times, idempotency key), as one document.
+JOB_BODY_FIELDS = (
+    "files",
+    "counts",
+    "errors",
+    "reason",
+    "request_hash",
+    "attempts",
+    "cancel_requested",
+    "retry_of",
+    "owner",
+    "lease_until",
+)
+
+
+def job_body(job: JobRecord) -> dict[str, Any]:
+    return {name: getattr(job, name) for name in JOB_BODY_FIELDS}
+
+
+def job_from_row(row: Sequence[Any], body: Mapping[str, Any]) -> JobRecord:
+    """A job from its columns (id, tenant, collection, state, created, updated, body, key) and its decoded body;
+    fields a newer server added to the body are ignored."""
+    job_id, tenant_id, collection, state, created, updated, _body, key = row[:8]
+    fields = {k: v for k, v in body.items() if k in JOB_BODY_FIELDS}
+    return JobRecord(job_id, tenant_id, collection, state, created, updated, idempotency_key=key, **fields)
+
+
 class TenantDirectory(Protocol):
     """Tenants and the hashes of their API keys (never the keys themselves)."""
 

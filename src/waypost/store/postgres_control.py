@@ -12,7 +12,17 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from waypost.store.control import JOB_STATES, ApiKey, ControlError, JobRecord, Tenant, claimable, state_rank
+from waypost.store.control import (
+    JOB_STATES,
+    ApiKey,
+    ControlError,
+    JobRecord,
+    Tenant,
+    claimable,
+    job_body,
+    job_from_row,
+    state_rank,
+)
 from waypost.store.pg_base import PgDatabase, release_database
 
 MIGRATIONS = [
@@ -49,18 +59,6 @@ MIGRATIONS = [
     """
 ]
 
-_BODY_FIELDS = (
-    "files",
-    "counts",
-    "errors",
-    "reason",
-    "request_hash",
-    "attempts",
-    "cancel_requested",
-    "retry_of",
-    "owner",
-    "lease_until",
-)
 _JOB_COLUMNS = "id, tenant_id, collection, state, created_at, updated_at, body, idempotency_key"
 _UNFINISHED = "state NOT IN ('succeeded','failed','cancelled')"
 
@@ -68,13 +66,11 @@ Conn = psycopg.Connection[Any]
 
 
 def _body(job: JobRecord) -> Jsonb:
-    return Jsonb({name: getattr(job, name) for name in _BODY_FIELDS})
+    return Jsonb(job_body(job))
 
 
 def _job(row: tuple[Any, ...]) -> JobRecord:
-    job_id, tenant_id, collection, state, created, updated, body, key = row[:8]
-    fields = {k: v for k, v in body.items() if k in _BODY_FIELDS}  # a newer server's fields: ignored
-    return JobRecord(job_id, tenant_id, collection, state, created, updated, idempotency_key=key, **fields)
+    return job_from_row(row, row[6])
 
 
 def _key(row: tuple[Any, ...]) -> ApiKey:

@@ -16,6 +16,8 @@ from waypost.store.control import (
     JobRecord,
     Tenant,
     claimable,
+    job_body,
+    job_from_row,
     state_rank,
 )
 from waypost.store.tables import SideTables
@@ -53,29 +55,14 @@ CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs(tenant_id, seq);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, seq);
 """
 
-_BODY_FIELDS = (
-    "files",
-    "counts",
-    "errors",
-    "reason",
-    "request_hash",
-    "attempts",
-    "cancel_requested",
-    "retry_of",
-    "owner",
-    "lease_until",
-)
-
 
 def _job_row(job: JobRecord) -> tuple[Any, ...]:
-    body = json.dumps({name: getattr(job, name) for name in _BODY_FIELDS}, sort_keys=True)
+    body = json.dumps(job_body(job), sort_keys=True)
     return (job.id, job.tenant_id, job.collection, job.state, job.created_at, job.updated_at, body, job.idempotency_key)
 
 
 def _job(row: sqlite3.Row | tuple[Any, ...]) -> JobRecord:
-    job_id, tenant_id, collection, state, created, updated, body, key = row[:8]
-    fields = {k: v for k, v in json.loads(body).items() if k in _BODY_FIELDS}  # a newer server's fields: ignored
-    return JobRecord(job_id, tenant_id, collection, state, created, updated, idempotency_key=key, **fields)
+    return job_from_row(row, json.loads(row[6]))
 
 
 _JOB_COLUMNS = "id, tenant_id, collection, state, created_at, updated_at, body, idempotency_key"
