@@ -78,6 +78,19 @@ def exact_top(state: IndexSet, q: np.ndarray, k: int, mask: np.ndarray | None = 
     return top_k(state.dense.scores(q), k, allowed)[0]
 
 
+def count_graph_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row counts of every HNSW graph built from now on."""
+    builds: list[int] = []
+    original = dense_module.build_hnsw
+
+    def counted(vectors: FloatMatrix, *args: Any, **kwargs: Any) -> Any:
+        builds.append(len(vectors))
+        return original(vectors, *args, **kwargs)
+
+    monkeypatch.setattr(dense_module, "build_hnsw", counted)
+    return builds
+
+
 def recall(found: Sequence[np.ndarray], truth: Sequence[np.ndarray]) -> float:
     return float(
         np.mean([len(set(f.tolist()) & set(t.tolist())) / max(1, len(t)) for f, t in zip(found, truth, strict=True)])
@@ -194,14 +207,7 @@ def test_a_merge_into_main_grows_its_graph_unless_rows_died(
     live.get()
     store.write("c", [document(i, prefix="n") for i in range(40)])
     state = live.get()
-    builds: list[int] = []
-    original = dense_module.build_hnsw
-
-    def counted(vectors: FloatMatrix, ef: int = dense_module.HNSW_EF, start: int = 0) -> Any:
-        builds.append(len(vectors))
-        return original(vectors, ef, start)
-
-    monkeypatch.setattr(dense_module, "build_hnsw", counted)
+    builds = count_graph_builds(monkeypatch)
     live._merge_task(list(state.segments))()
     merged = live.get()
     assert len(merged.segments) == 1 and builds == []  # grown from the old graph, not built again
@@ -265,14 +271,7 @@ def test_strategies_read_candidates_and_scores_through_the_context(store: SQLite
 
 
 def test_the_engine_takes_the_threshold_from_its_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    builds: list[int] = []
-    original = dense_module.build_hnsw
-
-    def counted(vectors: FloatMatrix, ef: int = dense_module.HNSW_EF, start: int = 0) -> Any:
-        builds.append(len(vectors))
-        return original(vectors, ef, start)
-
-    monkeypatch.setattr(dense_module, "build_hnsw", counted)
+    builds = count_graph_builds(monkeypatch)
     default = Engine(tmp_path / "e", EngineConfig(background_index_work=False))
     default.store.create_collection("c", "synthetic", DIM)
     default.store.write("c", [document(i) for i in range(DOCS)])
@@ -295,14 +294,7 @@ def test_a_large_segment_has_one_graph_per_range_of_positions(
     store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(dense_module, "GRAPH_ROWS", 1_000)  # 3,000 rows: three graphs
-    builds: list[int] = []
-    original = dense_module.build_hnsw
-
-    def counted(vectors: FloatMatrix, ef: int = dense_module.HNSW_EF, start: int = 0) -> Any:
-        builds.append(len(vectors))
-        return original(vectors, ef, start)
-
-    monkeypatch.setattr(dense_module, "build_hnsw", counted)
+    builds = count_graph_builds(monkeypatch)
     live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=False, exact_below=THRESHOLD)
     state = live.get()
     main = state.segments[0].dense

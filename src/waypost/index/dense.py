@@ -66,10 +66,7 @@ def build_hnsw(vectors: FloatMatrix, ef: int = HNSW_EF, start: int = 0, stop: Ca
 def build_graphs(vectors: FloatMatrix, ef: int = HNSW_EF, stop: Callable[[], bool] | None = None) -> list[Any]:
     """Graphs over ``vectors`` in ranges of ``GRAPH_ROWS`` positions (Lucene-style: several bounded graphs
     searched together keep recall and build time per graph where one graph of the whole would lose them)."""
-    ranges = range(0, len(vectors), GRAPH_ROWS)
-    if stop is None:
-        return [build_hnsw(vectors[at : at + GRAPH_ROWS], ef, at) for at in ranges]
-    return [build_hnsw(vectors[at : at + GRAPH_ROWS], ef, at, stop) for at in ranges]
+    return [build_hnsw(vectors[at : at + GRAPH_ROWS], ef, at, stop) for at in range(0, len(vectors), GRAPH_ROWS)]
 
 
 def extend_graphs(graphs: Sequence[Any], vectors: FloatMatrix, start: int, ef: int = HNSW_EF) -> list[Any]:
