@@ -166,8 +166,10 @@ class JobRunner:
                 continue  # a live server runs it
             if job.attempts >= self.max_attempts:
                 self._finish(job.id, "failed", f"stopped {job.attempts} times while running (the server died)")
+                self._release(job.id)
             elif any(not Path(f["path"]).is_file() for f in job.files):
                 self._finish(job.id, "failed", "the uploaded files of this job are gone; upload them again")
+                self._release(job.id)
             else:
                 resumed.append(job)
                 self._pool.submit(self._run_logged, job.id, job.tenant_id)
