@@ -362,3 +362,23 @@ def test_a_database_without_the_extension_gets_it_and_stores_vectors_at_once(pg_
             store.close()
     finally:
         pg_cluster.drop_database(name)
+
+
+@pytest.mark.parametrize("schema", ["Team", "a;drop", "pg_catalog", "pg_temp", "information_schema", "x" * 64, ""])
+def test_a_schema_name_that_is_not_a_plain_tenant_name_is_refused(schema: str) -> None:
+    from waypost.store.pg_base import split_url
+
+    with pytest.raises(WaypostError, match="schema name"):
+        split_url(f"postgresql://u@127.0.0.1/db?schema={schema}")
+
+
+def test_messages_never_show_a_password() -> None:
+    from waypost.store.pg_base import redact, split_url
+
+    assert redact("postgresql://u:s3cret@h/db?schema=a") == "postgresql://u:***@h/db?schema=a"
+    hidden = redact("postgresql://u@h/db?password=s3cret&sslpassword=k3y&schema=a")
+    assert "s3cret" not in hidden and "k3y" not in hidden and "schema=a" in hidden
+    assert split_url("postgresql://u@h/db?schema=team_a&sslmode=disable") == (
+        "postgresql://u@h/db?sslmode=disable",
+        "team_a",
+    )

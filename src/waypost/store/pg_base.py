@@ -41,7 +41,7 @@ class DatabaseUnavailableError(StoreUnavailableError):
 def split_url(url: str) -> tuple[str, str]:
     """``(conninfo URL without waypost's own parameters, schema name)``."""
     parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query))
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
     schema = query.pop("schema", "public")
     if not _SCHEMA_NAME.match(schema) or _RESERVED_SCHEMA.match(schema):
         raise WaypostError(
