@@ -73,6 +73,53 @@ def test_shuffled_labels_lose_the_signal() -> None:
     assert model.info["oof_accuracy"] < fit_gain_model(rows, HYBRID, COSTS).info["oof_accuracy"] - 0.3
 
 
+def collection_rows(n: int = 480, seed: int = 5) -> TrainingRows:
+    """Six collections, each with its own winner on average; per query the outcomes are mostly noise, and
+    ten query features carry nothing. Only the collection feature ``size`` predicts the gain."""
+    rng = np.random.default_rng(seed)
+    coll = rng.integers(0, 6, n)
+    noise = rng.normal(size=(n, 10))
+    x = np.column_stack([coll.astype(float), noise])
+    winner = np.asarray([0, 1, 2, 1, 0, 2])[coll]
+    means = np.where(np.arange(3)[None, :] == winner[:, None], 0.6, 0.5)
+    values = np.clip(means + rng.normal(0, 0.3, (n, 3)), 0.0, 1.0)
+    names = ["size"] + [f"q{i}" for i in range(10)]
+    return TrainingRows(names, x, [HYBRID, BM25, DENSE], values, [f"c{c}" for c in coll], [str(i) for i in range(n)])
+
+
+def test_a_collection_prior_wins_when_query_features_are_noise(tmp_path: Path) -> None:
+    rows = collection_rows()
+    model = fit_gain_model(rows, HYBRID, COSTS, prior_features=("size",))
+    scores = model.info["oof_variant_scores"]
+    assert model.prior is not None and model.info["variant"] != "plain"
+    assert max(v for k, v in scores.items() if k != "plain") > scores["plain"]
+    pool = [HYBRID, BM25, DENSE]
+    picks = [model.choose({"size": float(c), **{f"q{i}": 0.0 for i in range(10)}}, pool).pipeline for c in range(6)]
+    assert picks == [HYBRID, BM25, DENSE, BM25, HYBRID, DENSE]
+    path = tmp_path / "profile.json"
+    model.to_json(path)
+    loaded = GainModel.load(path)
+    assert loaded.shrink == model.shrink and loaded.prior is not None
+    for row in np.random.default_rng(2).normal(size=(20, 11)):
+        feats = dict(zip(model.feature_names, row.tolist(), strict=True))
+        assert loaded.predict(feats) == model.predict(feats)
+    # without collection features among the rows, only the plain forest is fitted
+    plain = fit_gain_model(rows, HYBRID, COSTS, prior_features=("absent",))
+    assert plain.prior is None and list(plain.info["oof_variant_scores"]) == ["plain"]
+
+
+def test_a_profile_of_the_first_format_still_loads(tmp_path: Path) -> None:
+    model = fit_gain_model(synthetic_rows(), HYBRID, COSTS)
+    raw = model.to_dict()
+    raw["format"] = "waypost-gain-model/1"
+    del raw["prior"], raw["shrink"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw))
+    old = GainModel.load(path)
+    assert old.prior is None and old.shrink == 1.0
+    assert old.predict({"kind": 1.0}) == model.predict({"kind": 1.0})
+
+
 def test_a_profile_that_is_not_one_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something else"}')

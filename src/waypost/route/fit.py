@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from waypost.route.model import Array, Forest, FuseValue, GainModel
 
 SEED = 26
 FOLDS = 5
+SHRINKS = (0.0, 0.25, 0.5, 1.0)  # weights of the query forest over the collection prior, chosen by CV
+RESIDUAL_LEAF = 10  # the residual forest's smallest leaf: query-level gains are noisy
+PLAIN = "plain"
 
 
 @dataclass
@@ -38,19 +42,44 @@ class TrainingRows:
         return out
 
 
-def _forest(x: Array, y: Array, w: Array, seed: int) -> Forest:
+def _sk_forest(x: Array, y: Array, w: Array, seed: int, leaf: int = 4, max_features: float = 0.5) -> Any:
     from sklearn.ensemble import RandomForestRegressor
 
     model = RandomForestRegressor(
         n_estimators=min(60, max(10, len(x) // 4)),  # few rows need few trees
         max_depth=7,
-        min_samples_leaf=4,
-        max_features=0.5,
+        min_samples_leaf=leaf,
+        max_features=max_features,
         random_state=seed,
         n_jobs=1,
     )
     model.fit(x, y, sample_weight=w)
-    return Forest.from_sklearn(model.estimators_)
+    return model
+
+
+def _forest(x: Array, y: Array, w: Array, seed: int) -> Forest:
+    return Forest.from_sklearn(_sk_forest(x, y, w, seed).estimators_)
+
+
+@dataclass
+class _Parts:
+    """The forests of one variant: the plain query forest, or a collection prior plus a residual forest."""
+
+    plain: Forest | None = None
+    prior: Forest | None = None
+    residual: Forest | None = None
+
+
+def _fit_parts(x: Array, y: Array, w: Array, seed: int, prior_mask: Array | None) -> _Parts:
+    """The plain forest, and (``prior_mask`` given: the columns the prior may read) the prior fitted on the
+    collection's features alone and a residual forest on every feature, with larger leaves."""
+    parts = _Parts(plain=_forest(x, y, w, seed))
+    if prior_mask is not None:
+        prior = _sk_forest(x * prior_mask, y, w, seed, max_features=1.0)
+        residual = _sk_forest(x, y - prior.predict(x * prior_mask), w, seed, leaf=RESIDUAL_LEAF)
+        parts.prior = Forest.from_sklearn(prior.estimators_)
+        parts.residual = Forest.from_sklearn(residual.estimators_)
+    return parts
 
 
 def _gains(rows: TrainingRows, default: int) -> Array:
@@ -67,10 +96,13 @@ def fit_gain_model(
     fuse_value: FuseValue | None = None,
     seed: int = SEED,
     folds: int = FOLDS,
+    prior_features: Sequence[str] = (),
 ) -> GainModel:
     """The model on all rows, with its calibration, threshold and low-confidence policy chosen from
     ``folds``-fold out-of-fold predictions. ``fuse_value`` scores the RRF of two pipelines on a
-    training row (without it only the "default" policy is considered)."""
+    training row (without it only the "default" policy is considered). ``prior_features``: the
+    collection's features; when some are among the rows' features, a collection prior plus the query
+    forest scaled by each of ``SHRINKS`` compete with the plain forest, and the out-of-fold score picks."""
     if default not in rows.pipelines:
         raise WaypostError(f"the default pipeline {default.label} has no outcomes in the training rows")
     n = len(rows.groups)
@@ -81,25 +113,50 @@ def fit_gain_model(
     x = np.nan_to_num(rows.features)
     y = _gains(rows, d)
     w = rows.weights()
+    mask = np.asarray([1.0 if name in prior_features else 0.0 for name in rows.feature_names])
+    prior_mask = mask if mask.any() else None
 
-    def model_of(forest: Forest) -> GainModel:
-        return GainModel(rows.feature_names, rows.pipelines, default, forest, costs, ([0.0, 1.0], [0.5, 0.5]))
+    def model_of(parts: _Parts, variant: str) -> GainModel:
+        if variant == PLAIN or parts.residual is None:
+            forest = parts.plain if parts.plain is not None else Forest.empty(y.shape[1])
+            return GainModel(rows.feature_names, rows.pipelines, default, forest, costs, ([0.0, 1.0], [0.5, 0.5]))
+        return GainModel(
+            rows.feature_names,
+            rows.pipelines,
+            default,
+            parts.residual,
+            costs,
+            ([0.0, 1.0], [0.5, 0.5]),
+            prior=parts.prior,
+            shrink=float(variant),
+        )
 
-    # out-of-fold predictions
+    variants = [PLAIN] + ([str(s) for s in SHRINKS] if prior_mask is not None else [])
+    # out-of-fold predictions of every variant
     order = np.random.default_rng(seed).permutation(n)
-    oof: list[dict[str, float]] = [{} for _ in range(n)]
-    probe = model_of(Forest.empty(y.shape[1]))  # its ranking and margin (costs, ties) judge predictions
+    oof: dict[str, list[dict[str, float]]] = {v: [{} for _ in range(n)] for v in variants}
     for f in range(folds):
         test = order[f::folds]
         train = np.setdiff1d(order, test)
-        fold_model = model_of(_forest(x[train], y[train], w[train], seed + f))
-        for i in test:
-            oof[i] = fold_model.predict(dict(zip(rows.feature_names, x[i], strict=True)))
+        parts = _fit_parts(x[train], y[train], w[train], seed + f, prior_mask)
+        for v in variants:
+            fold_model = model_of(parts, v)
+            for i in test:
+                oof[v][i] = fold_model.predict(dict(zip(rows.feature_names, x[i], strict=True)))
     labels = [p.label for p in rows.pipelines]
-    chosen = [probe.ranking(g)[0][0] for g in oof]
-    margins = np.asarray([probe.margin(g) for g in oof])
+    probe = model_of(_Parts(), PLAIN)  # its ranking and margin (costs, ties) judge predictions
+
+    def picked_of(predictions: list[dict[str, float]]) -> tuple[list[str], Array]:
+        chosen = [probe.ranking(g)[0][0] for g in predictions]
+        return chosen, np.asarray([rows.values[i, labels.index(c)] for i, c in enumerate(chosen)])
+
+    variant_scores = {
+        v: round(float(np.average(np.nan_to_num(picked_of(oof[v])[1], nan=0.0), weights=w)), 4) for v in variants
+    }
+    variant = max(variants, key=lambda v: (variant_scores[v], v == PLAIN))  # a tie keeps the plain forest
+    chosen, picked = picked_of(oof[variant])
+    margins = np.asarray([probe.margin(g) for g in oof[variant]])
     best = np.nanmax(rows.values, axis=1)
-    picked = np.asarray([rows.values[i, labels.index(c)] for i, c in enumerate(chosen)])
     correct = (np.nan_to_num(picked, nan=-1.0) >= best - 1e-9).astype(float)
     xs, ys = _isotonic(margins, correct, w)
 
@@ -108,7 +165,7 @@ def fit_gain_model(
     default_values = rows.values[:, d]
     policies: dict[str, Array] = {"default": default_values}
     if fuse_value is not None:
-        seconds = [probe.ranking(g)[1][0] for g in oof]
+        seconds = [probe.ranking(g)[1][0] for g in oof[variant]]
         policies["fuse"] = np.asarray(
             [fuse_value(i, c, s) if c != s else picked[i] for i, (c, s) in enumerate(zip(chosen, seconds, strict=True))]
         )
@@ -120,7 +177,7 @@ def fit_gain_model(
             score = float(np.average(np.where(conf >= t, picked_safe, np.nan_to_num(fallback)), weights=w))
             if score > best_score + 1e-9:
                 best_score, threshold, policy = score, float(t), name
-    model = model_of(_forest(x, y, w, seed))
+    model = model_of(_fit_parts(x, y, w, seed, prior_mask if variant != PLAIN else None), variant)
     model.calibration = (xs, ys)
     model.threshold = threshold
     model.low_confidence = policy
@@ -128,6 +185,8 @@ def fit_gain_model(
         "queries": n,
         "sets": sorted(set(rows.groups)),
         "folds": folds,
+        "variant": variant if variant == PLAIN else f"prior+{variant}*query",
+        "oof_variant_scores": variant_scores,
         "oof_accuracy": round(float(np.average(correct, weights=w)), 4),
         "oof_score": round(best_score, 4),
         "oof_default_score": round(float(np.average(np.nan_to_num(default_values), weights=w)), 4),

@@ -1,7 +1,9 @@
 """The learned gain model (a ``GainPredictor``): from a query's features, each pipeline's gain in its
 set's metric over the default pipeline (hybrid). A multi-output random forest fitted with scikit-learn,
 exported by hand to JSON as flat tree arrays (no pickle) and evaluated in pure numpy (all trees walked at
-once, well under a millisecond). Confidence is the predicted margin of the best pipeline over the
+once, well under a millisecond). A profile may hold a second forest, the prior, that reads only the
+collection's features: the gain is then the prior plus the query forest scaled by ``shrink`` (how far the
+query's own features move the collection's expectation, chosen by cross-validation). Confidence is the predicted margin of the best pipeline over the
 default (over the runner-up when the default is best), mapped by an isotonic fit on out-of-fold
 training predictions to the probability that the choice is oracle-correct (ties count as correct)."""
 
@@ -19,7 +21,8 @@ import numpy.typing as npt
 from waypost.errors import WaypostError
 from waypost.route.base import Choice, Features, Pipeline
 
-FORMAT = "waypost-gain-model/1"
+FORMAT = "waypost-gain-model/2"
+READABLE_FORMATS = ("waypost-gain-model/1", FORMAT)  # /1: one forest, no prior
 DEFAULT_PROFILE = Path(__file__).parent / "profiles" / "default.json"  # shipped; what ``auto`` loads by default
 TIE = 0.005  # predicted gains this close count as a tie, broken toward the cheaper pipeline
 Array = npt.NDArray[np.float64]
@@ -118,6 +121,8 @@ class GainModel:
     threshold: float = 0.0
     low_confidence: str = "default"
     info: dict[str, Any] = field(default_factory=dict)  # how it was trained (sets, sizes, CV scores)
+    prior: Forest | None = None  # gains expected from the collection's features alone
+    shrink: float = 1.0  # weight of ``forest`` (the query's features) added to the prior
 
     @property
     def others(self) -> list[Pipeline]:
@@ -127,7 +132,10 @@ class GainModel:
         return np.asarray([float(features.get(name, 0.0)) for name in self.feature_names], dtype=np.float64)
 
     def predict(self, features: Features) -> dict[str, float]:
-        gains = self.forest.predict(np.nan_to_num(self.vector(features)))
+        x = np.nan_to_num(self.vector(features))
+        gains = self.shrink * self.forest.predict(x)
+        if self.prior is not None:
+            gains = gains + self.prior.predict(x)
         out = {self.default.label: 0.0}
         out.update({p.label: float(g) for p, g in zip(self.others, gains, strict=True)})
         return out
@@ -208,6 +216,8 @@ class GainModel:
             "low_confidence": self.low_confidence,
             "info": self.info,
             "forest": self.forest.to_dict(),
+            "shrink": self.shrink,
+            "prior": None if self.prior is None else self.prior.to_dict(),
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -219,8 +229,9 @@ class GainModel:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> GainModel:
-        if raw.get("format") != FORMAT:
+        if raw.get("format") not in READABLE_FORMATS:
             raise WaypostError(f"not a waypost router profile (format {raw.get('format')!r}, expected {FORMAT!r})")
+        prior = raw.get("prior")
         xs, ys = raw["calibration"]
         return cls(
             list(raw["feature_names"]),
@@ -232,6 +243,8 @@ class GainModel:
             float(raw["threshold"]),
             str(raw["low_confidence"]),
             dict(raw.get("info") or {}),
+            None if prior is None else Forest.from_dict(prior),
+            float(raw.get("shrink", 1.0)),
         )
 
     @classmethod

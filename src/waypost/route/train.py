@@ -144,7 +144,9 @@ def fit_rows(
         return fuse(by_id[rows.ids[source]], a, b)
 
     costs = {p.label: pipeline_cost(p) for p in rows.pipelines}
-    return fit_gain_model(rows, DEFAULT, costs, fuse_value if rows.ids else None)
+    from waypost.route.features import COLLECTION_FEATURES
+
+    return fit_gain_model(rows, DEFAULT, costs, fuse_value if rows.ids else None, prior_features=COLLECTION_FEATURES)
 
 
 def train(
