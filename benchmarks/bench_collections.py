@@ -241,6 +241,7 @@ def main() -> int:
         results[label] = {
             "weights": weights,
             "train_accuracy": round(float(np.mean(predict(x_train, mask_train, w) == gold_train)), 4),
+            "train_sets": evaluate(x_train, mask_train, w, train, names, gold_train)["sets"],
             **evaluate(x_test, mask_test, w, test, names, gold_test),
         }
     best = "learned" if "learned" in models else "defaults"

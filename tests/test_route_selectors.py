@@ -65,6 +65,9 @@ class FixedGains:
         top = sorted(gains.values(), reverse=True)
         return min(1.0, 0.5 + 5 * (top[0] - top[1])) if len(top) > 1 else 1.0
 
+    def unfamiliar(self, features: Features) -> str | None:
+        return None
+
 
 # -- LLM ---------------------------------------------------------------------------------------------------
 def test_parse_good_and_messy_replies() -> None:

@@ -19,6 +19,7 @@ from waypost.errors import WaypostError
 from waypost.route.base import Pipeline
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
 from waypost.route.model import DEFAULT_PROFILE, GainModel, default_model
+from waypost.route.selectors.learned import LearnedSelector
 from waypost.route.train import pipeline_cost, train_command
 
 HYBRID, BM25, DENSE = Pipeline.of("hybrid"), Pipeline.of("bm25"), Pipeline.of("dense")
@@ -108,15 +109,45 @@ def test_a_collection_prior_wins_when_query_features_are_noise(tmp_path: Path) -
     assert plain.prior is None and list(plain.info["oof_variant_scores"]) == ["plain"]
 
 
+def test_a_collection_unlike_the_training_ones_is_left_to_the_heuristic(tmp_path: Path) -> None:
+    """Two training collections told apart by size: on either, the learned model chooses; on a collection
+    far from both, it does not extrapolate and the heuristic rules answer, saying why."""
+    rng = np.random.default_rng(4)
+    n = 200
+    small = rng.integers(0, 2, n)
+    x = np.column_stack([np.where(small == 1, 5.0, 9.0), np.full(n, 4.0), rng.normal(size=n)])
+    values = np.column_stack([np.full(n, 0.5), np.where(small == 1, 0.8, 0.2), np.full(n, 0.4)])
+    values += rng.normal(0, 0.01, (n, 3))
+    groups = ["small" if s else "large" for s in small]
+    rows = TrainingRows(
+        ["size_log", "doc_tokens_log", "q"], x, [HYBRID, BM25, DENSE], values, groups, [str(i) for i in range(n)]
+    )
+    model = fit_gain_model(rows, HYBRID, COSTS, prior_features=("size_log", "doc_tokens_log"))
+    assert set(model.familiar) == {"small", "large"} and model.familiar["small"]["size_log"] == 5.0
+    pool = [HYBRID, BM25, DENSE]
+    assert model.unfamiliar({"size_log": 5.4, "doc_tokens_log": 4.2, "q": 0.0}) is None
+    assert model.choose({"size_log": 5.0, "doc_tokens_log": 4.0}, pool).pipeline == BM25
+    assert model.choose({"size_log": 9.0, "doc_tokens_log": 4.0}, pool).pipeline == HYBRID
+    far = {"size_log": 7.0, "doc_tokens_log": 4.0, "q": 0.0}  # between the two, more than 1.0 from each
+    why = model.unfamiliar(far)
+    assert why is not None and "nearest" in why
+    for choice in (model.choose(far, pool), LearnedSelector(model).select("a question", far, pool)):
+        assert choice.selector == "heuristic" and choice.reasoning.startswith(why)
+    assert model.choose({"size_log": 5.0, "doc_tokens_log": 6.0}, pool).selector == "heuristic"  # longer documents
+    path = tmp_path / "profile.json"
+    model.to_json(path)
+    assert GainModel.load(path).familiar == model.familiar
+
+
 def test_a_profile_of_the_first_format_still_loads(tmp_path: Path) -> None:
     model = fit_gain_model(synthetic_rows(), HYBRID, COSTS)
     raw = model.to_dict()
     raw["format"] = "waypost-gain-model/1"
-    del raw["prior"], raw["shrink"]
+    del raw["prior"], raw["shrink"], raw["familiar"]
     path = tmp_path / "old.json"
     path.write_text(json.dumps(raw))
     old = GainModel.load(path)
-    assert old.prior is None and old.shrink == 1.0
+    assert old.prior is None and old.shrink == 1.0 and old.familiar == {}
     assert old.predict({"kind": 1.0}) == model.predict({"kind": 1.0})
 
 

@@ -209,6 +209,8 @@ class GainPredictor(Protocol):
 
     def confidence(self, gains: Mapping[str, float]) -> float: ...  # calibrated, in [0, 1]
 
+    def unfamiliar(self, features: Features) -> str | None: ...  # why the collection is unlike its training ones
+
 
 @dataclass
 class QueryPlan:

@@ -53,7 +53,7 @@ def _sk_forest(x: Array, y: Array, w: Array, seed: int, leaf: int = 4, max_featu
         random_state=seed,
         n_jobs=1,
     )
-    model.fit(x, y, sample_weight=w)
+    model.fit(x, y if y.shape[1] > 1 else y.ravel(), sample_weight=w)  # one output: sklearn wants a vector
     return model
 
 
@@ -76,7 +76,8 @@ def _fit_parts(x: Array, y: Array, w: Array, seed: int, prior_mask: Array | None
     parts = _Parts(plain=_forest(x, y, w, seed))
     if prior_mask is not None:
         prior = _sk_forest(x * prior_mask, y, w, seed, max_features=1.0)
-        residual = _sk_forest(x, y - prior.predict(x * prior_mask), w, seed, leaf=RESIDUAL_LEAF)
+        expected = prior.predict(x * prior_mask).reshape(len(x), -1)
+        residual = _sk_forest(x, y - expected, w, seed, leaf=RESIDUAL_LEAF)
         parts.prior = Forest.from_sklearn(prior.estimators_)
         parts.residual = Forest.from_sklearn(residual.estimators_)
     return parts
@@ -179,6 +180,7 @@ def fit_gain_model(
                 best_score, threshold, policy = score, float(t), name
     model = model_of(_fit_parts(x, y, w, seed, prior_mask if variant != PLAIN else None), variant)
     model.calibration = (xs, ys)
+    model.familiar = _collections(rows, prior_features)
     model.threshold = threshold
     model.low_confidence = policy
     model.info = {
@@ -193,6 +195,18 @@ def fit_gain_model(
         "oof_oracle_score": round(float(np.average(np.nan_to_num(best), weights=w)), 4),
     }
     return model
+
+
+def _collections(rows: TrainingRows, prior_features: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Each training set's collection features (their mean over its rows), for ``GainModel.unfamiliar``."""
+    columns = [(i, name) for i, name in enumerate(rows.feature_names) if name in prior_features]
+    if not columns:
+        return {}
+    groups = np.asarray(rows.groups)
+    return {
+        g: {name: round(float(np.nanmean(rows.features[groups == g, i])), 6) for i, name in columns}
+        for g in sorted(set(rows.groups))
+    }
 
 
 def _isotonic(margins: Array, correct: Array, weights: Array) -> tuple[list[float], list[float]]:

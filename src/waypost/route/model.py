@@ -3,13 +3,16 @@ set's metric over the default pipeline (hybrid). A multi-output random forest fi
 exported by hand to JSON as flat tree arrays (no pickle) and evaluated in pure numpy (all trees walked at
 once, well under a millisecond). A profile may hold a second forest, the prior, that reads only the
 collection's features: the gain is then the prior plus the query forest scaled by ``shrink`` (how far the
-query's own features move the collection's expectation, chosen by cross-validation). Confidence is the predicted margin of the best pipeline over the
+query's own features move the collection's expectation, chosen by cross-validation). A profile knows the
+collections it was trained on: for a collection unlike all of them (``unfamiliar``) it does not extrapolate,
+and the heuristic rules choose instead. Confidence is the predicted margin of the best pipeline over the
 default (over the runner-up when the default is best), mapped by an isotonic fit on out-of-fold
 training predictions to the probability that the choice is oracle-correct (ties count as correct)."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,20 @@ TIE = 0.005  # predicted gains this close count as a tie, broken toward the chea
 Array = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 FuseValue = Callable[[int, str, str], float]  # (training row, label a, label b) -> metric of their RRF
+
+
+def _same(value: float) -> float:
+    return value
+
+
+# A collection's features (``route.features.COLLECTION_FEATURES``) on a comparable scale, and how far a
+# collection may be from one the profile was trained on, on that scale, and still count as familiar.
+FAMILIAR_WITHIN: dict[str, tuple[Callable[[float], float], float]] = {
+    "doc_tokens_log": (_same, 0.5),  # documents up to 1.65x longer or shorter
+    "chunks_per_doc": (math.log1p, 0.3),
+    "metadata_fields": (math.log1p, 0.5),  # no field and one field differ; five and six do not
+    "size_log": (_same, 1.0),  # up to 2.7x more or fewer chunks
+}
 
 
 @dataclass
@@ -123,6 +140,7 @@ class GainModel:
     info: dict[str, Any] = field(default_factory=dict)  # how it was trained (sets, sizes, CV scores)
     prior: Forest | None = None  # gains expected from the collection's features alone
     shrink: float = 1.0  # weight of ``forest`` (the query's features) added to the prior
+    familiar: dict[str, dict[str, float]] = field(default_factory=dict)  # trained collection -> its features
 
     @property
     def others(self) -> list[Pipeline]:
@@ -139,6 +157,23 @@ class GainModel:
         out = {self.default.label: 0.0}
         out.update({p.label: float(g) for p, g in zip(self.others, gains, strict=True)})
         return out
+
+    def unfamiliar(self, features: Features) -> str | None:
+        """Why the query's collection is unlike every collection the profile was trained on; None when it is
+        like one of them (or the profile does not say which it was trained on)."""
+        if not self.familiar:
+            return None
+        nearest, closest = "", math.inf
+        for name, trained in self.familiar.items():
+            gap = 0.0
+            for feature, value in trained.items():
+                scale, within = FAMILIAR_WITHIN.get(feature, (_same, math.inf))
+                gap = max(gap, abs(scale(float(features.get(feature, 0.0))) - scale(value)) / within)
+            if gap <= 1.0:
+                return None
+            if gap < closest:
+                nearest, closest = name, gap
+        return f"the collection is unlike the {len(self.familiar)} this profile was trained on (nearest: {nearest})"
 
     def ranking(self, gains: Mapping[str, float], allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Labels best first; gains within ``TIE`` of the best are ordered cheapest first."""
@@ -173,6 +208,11 @@ class GainModel:
     def choose(self, features: Features, candidates: Sequence[Pipeline]) -> Choice:
         """The pipeline for a query among ``candidates`` (those it knows; the default if none), with the
         low-confidence policy applied."""
+        why = self.unfamiliar(features)
+        if why is not None:
+            from waypost.route.selectors.heuristic import heuristic_instead
+
+            return heuristic_instead(why, "", features, candidates)
         by_label = {p.label: p for p in candidates}
         gains = self.predict(features)
         allowed = set(by_label) & set(gains)
@@ -217,6 +257,7 @@ class GainModel:
             "info": self.info,
             "forest": self.forest.to_dict(),
             "shrink": self.shrink,
+            "familiar": self.familiar,
             "prior": None if self.prior is None else self.prior.to_dict(),
         }
 
@@ -245,6 +286,7 @@ class GainModel:
             dict(raw.get("info") or {}),
             None if prior is None else Forest.from_dict(prior),
             float(raw.get("shrink", 1.0)),
+            {str(n): {str(k): float(v) for k, v in f.items()} for n, f in (raw.get("familiar") or {}).items()},
         )
 
     @classmethod

@@ -54,3 +54,9 @@ class HeuristicSelector:
             if found is not None:
                 return found, 0.55, "a specific question over long documents: passages around the best hits"
         return fallback(candidates), 0.5, "no rule fired: the reliable default"
+
+
+def heuristic_instead(why: str, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
+    """The heuristic rules' choice, its reasoning prefixed by ``why`` another selector stood aside."""
+    found = HeuristicSelector().select(query, features, candidates)
+    return Choice(found.pipeline, found.confidence, f"{why}: {found.reasoning}", found.selector, found.ranking)

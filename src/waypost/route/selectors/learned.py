@@ -1,6 +1,7 @@
 """The learned selector: a trained gain model (``route.base.GainPredictor``, a JSON profile) predicts each
 pipeline's gain over the default; the best runnable one wins, near-ties going to the cheaper; below the
-model's confidence threshold its low-confidence policy applies (the default, or the top two fused)."""
+model's confidence threshold its low-confidence policy applies (the default, or the top two fused). On a
+collection unlike every one the profile was trained on, the heuristic rules choose instead."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from waypost.route.base import Choice, Features, GainPredictor, Pipeline
 from waypost.route.candidates import pipeline_cost
 from waypost.route.selectors.common import fallback
+from waypost.route.selectors.heuristic import heuristic_instead
 
 TIE_EPSILON = 0.005  # predicted gains this close count as equal (metric points in [0, 1])
 
@@ -21,6 +23,9 @@ class LearnedSelector:
         self.epsilon = epsilon
 
     def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
+        why = self.model.unfamiliar(features)
+        if why is not None:  # the profile never saw a collection like this one: it does not extrapolate
+            return heuristic_instead(why, query, features, candidates)
         predicted = self.model.predict(features)
         default_label = self.model.default.label
         gains = {p: predicted.get(p.label, 0.0 if p.label == default_label else None) for p in candidates}
