@@ -49,6 +49,16 @@ def test_auto_returns_the_route_in_the_explanation(engine: Engine) -> None:
     assert result.hits[0].document_id == "brask"
 
 
+def test_the_shipped_profile_leaves_a_collection_unlike_its_training_ones_to_the_heuristic(engine: Engine) -> None:
+    """The default (learned) selector with the shipped profile: this small collection is unlike the six the
+    profile was trained on, so the heuristic rules choose and the route says why."""
+    engine.config.router = RouterConfig()  # the default selector: learned, with the shipped profile
+    engine.use_router(Router.from_engine(engine))
+    route = engine.collection("c").retrieve("Where was Odile Brask born?", "auto", 3).explanation.route
+    assert route is not None and route["selector"] == "learned>heuristic"
+    assert route["reasoning"].startswith("the collection is unlike the 6 this profile was trained on (nearest: ")
+
+
 def test_replaying_the_chosen_pipeline_gives_the_same_hits(engine: Engine) -> None:
     coll = engine.collection("c")
     for query in QUERIES:

@@ -17,8 +17,9 @@ from waypost.base import Embedder
 from waypost.embeddings.factory import share_embedder, unshare_embedder
 from waypost.errors import WaypostError
 from waypost.route.base import Pipeline
+from waypost.route.features import COLLECTION_FEATURES
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
-from waypost.route.model import DEFAULT_PROFILE, GainModel, default_model
+from waypost.route.model import DEFAULT_PROFILE, FAMILIAR_WITHIN, GainModel, default_model
 from waypost.route.selectors.learned import LearnedSelector
 from waypost.route.train import pipeline_cost, train_command
 
@@ -97,6 +98,10 @@ def test_a_collection_prior_wins_when_query_features_are_noise(tmp_path: Path) -
     pool = [HYBRID, BM25, DENSE]
     picks = [model.choose({"size": float(c), **{f"q{i}": 0.0 for i in range(10)}}, pool).pipeline for c in range(6)]
     assert picks == [HYBRID, BM25, DENSE, BM25, HYBRID, DENSE]
+    feats = {"size": 2.0, **{f"q{i}": 0.5 for i in range(10)}}
+    v = model.vector(feats)
+    model.shrink = 0.5
+    assert np.allclose(list(model.predict(feats).values())[1:], model.prior.predict(v) + 0.5 * model.forest.predict(v))
     path = tmp_path / "profile.json"
     model.to_json(path)
     loaded = GainModel.load(path)
@@ -132,11 +137,47 @@ def test_a_collection_unlike_the_training_ones_is_left_to_the_heuristic(tmp_path
     why = model.unfamiliar(far)
     assert why is not None and "nearest" in why
     for choice in (model.choose(far, pool), LearnedSelector(model).select("a question", far, pool)):
-        assert choice.selector == "heuristic" and choice.reasoning.startswith(why)
-    assert model.choose({"size_log": 5.0, "doc_tokens_log": 6.0}, pool).selector == "heuristic"  # longer documents
+        assert choice.selector == "learned>heuristic" and choice.reasoning.startswith(why)
+    assert "nearest: small" in (model.unfamiliar({"size_log": 6.3, "doc_tokens_log": 4.0}) or "")
+    assert "nearest: large" in (model.unfamiliar({"size_log": 7.7, "doc_tokens_log": 4.0}) or "")
+    assert model.unfamiliar({"size_log": 5.0, "doc_tokens_log": 4.6}) is not None  # documents 1.8x longer
+    assert model.unfamiliar({"size_log": 5.0, "doc_tokens_log": float("nan")}) is not None  # NaN is no match
     path = tmp_path / "profile.json"
     model.to_json(path)
     assert GainModel.load(path).familiar == model.familiar
+
+
+def test_every_collection_feature_has_a_familiarity_scale() -> None:
+    assert set(COLLECTION_FEATURES) == set(FAMILIAR_WITHIN)
+
+
+def test_the_gate_reads_chunks_per_document_and_metadata_fields_on_their_scales() -> None:
+    model = fit_gain_model(synthetic_rows(), HYBRID, COSTS)
+    model.familiar = {
+        "notes": {"chunks_per_doc": 1.0, "metadata_fields": 0.0},
+        "catalogue": {"chunks_per_doc": 1.0, "metadata_fields": 6.0},
+    }
+    assert model.unfamiliar({"chunks_per_doc": 1.2, "metadata_fields": 0.0}) is None
+    assert model.unfamiliar({"chunks_per_doc": 1.0, "metadata_fields": 7.0}) is None  # six and seven fields
+    assert "nearest: notes" in (model.unfamiliar({"chunks_per_doc": 1.0, "metadata_fields": 1.0}) or "")
+    assert "nearest: notes" in (model.unfamiliar({"chunks_per_doc": 3.0, "metadata_fields": 0.0}) or "")
+    assert "nearest: catalogue" in (model.unfamiliar({"chunks_per_doc": 1.0, "metadata_fields": 2.0}) or "")
+    assert model.unfamiliar({"chunks_per_doc": 1.0, "metadata_fields": 4.0}) is None  # four and six fields
+
+
+def test_out_of_fold_variants_never_see_the_held_out_rows() -> None:
+    """Noise outcomes and a collection feature unique to each row: a prior that saw the held-out fold would
+    memorise it and win by far; fitted on the other folds only, it can do no better than chance."""
+    rng = np.random.default_rng(11)
+    n = 300
+    x = np.column_stack([np.arange(n, dtype=float), rng.normal(size=n)])
+    values = rng.uniform(0, 1, (n, 3))
+    rows = TrainingRows(["size_log", "q"], x, [HYBRID, BM25, DENSE], values, ["one"] * n, [str(i) for i in range(n)])
+    model = fit_gain_model(rows, HYBRID, COSTS, prior_features=("size_log",))
+    scores = model.info["oof_variant_scores"]
+    oracle = model.info["oof_oracle_score"]
+    assert max(scores.values()) < oracle - 0.15, scores  # memorising would reach the oracle (about 0.75)
+    assert max(scores.values()) < float(np.mean(values.max(axis=1) + values.mean(axis=1))) / 2
 
 
 def test_a_profile_of_the_first_format_still_loads(tmp_path: Path) -> None:

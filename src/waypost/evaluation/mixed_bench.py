@@ -15,16 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from waypost.engine import Engine
 from waypost.evaluation.metrics import percentile
 from waypost.evaluation.mixed import MixedQuery, Workload
 from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
 from waypost.route.base import FUSE, Features, Pipeline
+from waypost.route.fit import SEED
 from waypost.route.model import GainModel
 from waypost.route.train import DEFAULT, FeatureFn
 
 EPS = 1e-9
+SHUFFLES = 5  # routers fitted on differently shuffled labels, averaged into the control
 Table = dict[str, dict[str, Outcome]]
 
 
@@ -199,13 +203,14 @@ def bench(
     workload: Workload,
     model: GainModel,
     feature_fn: FeatureFn,
-    controls: Mapping[str, GainModel] | None = None,
+    controls: Mapping[str, GainModel | Sequence[GainModel]] | None = None,
     held_out: Mapping[str, GainModel] | None = None,
     limit: int | None = None,
     live: bool = False,
     show_progress: bool = False,
 ) -> BenchResult:
-    """``controls``: more routers scored on every set (e.g. "shuffled labels"); ``held_out``: per set, a
+    """``controls``: more routers scored on every set (e.g. "shuffled labels"; several routers under one
+    name are averaged set by set); ``held_out``: per set, a
     router trained without it (scored on that set only)."""
     from waypost.route.train import compute_features
 
@@ -234,8 +239,12 @@ def bench(
     control_scores: dict[str, dict[str, float]] = {"always-hybrid": {s: fixed[s][DEFAULT.label] for s in sets}}
     if live:
         control_scores["auto, routing only (no planner or corrective loop)"] = routing_only
-    for name, other in (controls or {}).items():
-        control_scores[name] = mean_by_set(queries, route_with(other, queries, table, features).values)
+    for name, others in (controls or {}).items():
+        runs = [
+            mean_by_set(queries, route_with(other, queries, table, features).values)
+            for other in ([others] if isinstance(others, GainModel) else others)
+        ]
+        control_scores[name] = {s: float(np.mean([run[s] for run in runs])) for s in runs[0]}
     if held_out:
         loso: dict[str, float] = {}
         for s, other in held_out.items():
@@ -339,7 +348,8 @@ def run_bench_mixed(
         model = GainModel.load(profile) if profile is not None else trained.model
         if save_profile is not None:
             trained.model.to_json(save_profile)
-        controls = {"shuffled-labels": shuffled_control(trained)}
+        shuffles = [shuffled_control(trained, SEED + i) for i in range(SHUFFLES)]  # one shuffle is a lottery
+        controls: dict[str, GainModel | Sequence[GainModel]] = {"shuffled-labels": shuffles}
         held = {s.name: leave_one_out(trained, s.name) for s in workload.sets if len(workload.sets) > 1}
         result = bench(engine, workload, model, feature_fn, controls, held, limit, live, show_progress)
         result.info["train_seconds"] = trained.seconds

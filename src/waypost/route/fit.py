@@ -12,7 +12,7 @@ import numpy as np
 
 from waypost.errors import WaypostError
 from waypost.route.base import Pipeline
-from waypost.route.model import Array, Forest, FuseValue, GainModel
+from waypost.route.model import FAMILIAR_WITHIN, Array, Forest, FuseValue, GainModel
 
 SEED = 26
 FOLDS = 5
@@ -198,14 +198,17 @@ def fit_gain_model(
 
 
 def _collections(rows: TrainingRows, prior_features: Sequence[str]) -> dict[str, dict[str, float]]:
-    """Each training set's collection features (their mean over its rows), for ``GainModel.unfamiliar``."""
-    columns = [(i, name) for i, name in enumerate(rows.feature_names) if name in prior_features]
+    """Each training set's collection features (their mean over its rows, a missing value read as 0, as
+    the router reads it), for ``GainModel.unfamiliar``: those ``FAMILIAR_WITHIN`` knows how to compare."""
+    columns = [
+        (i, name) for i, name in enumerate(rows.feature_names) if name in prior_features and name in FAMILIAR_WITHIN
+    ]
     if not columns:
         return {}
     groups = np.asarray(rows.groups)
+    x = np.nan_to_num(rows.features)
     return {
-        g: {name: round(float(np.nanmean(rows.features[groups == g, i])), 6) for i, name in columns}
-        for g in sorted(set(rows.groups))
+        g: {name: round(float(x[groups == g, i].mean()), 6) for i, name in columns} for g in sorted(set(rows.groups))
     }
 
 

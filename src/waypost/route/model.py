@@ -167,8 +167,9 @@ class GainModel:
         for name, trained in self.familiar.items():
             gap = 0.0
             for feature, value in trained.items():
-                scale, within = FAMILIAR_WITHIN.get(feature, (_same, math.inf))
-                gap = max(gap, abs(scale(float(features.get(feature, 0.0))) - scale(value)) / within)
+                scale, within = FAMILIAR_WITHIN[feature]
+                distance = abs(scale(float(features.get(feature, 0.0))) - scale(value)) / within
+                gap = max(gap, distance if math.isfinite(distance) else math.inf)  # NaN is no match
             if gap <= 1.0:
                 return None
             if gap < closest:
@@ -212,7 +213,7 @@ class GainModel:
         if why is not None:
             from waypost.route.selectors.heuristic import heuristic_instead
 
-            return heuristic_instead(why, "", features, candidates)
+            return heuristic_instead("learned", why, "", features, candidates)
         by_label = {p.label: p for p in candidates}
         gains = self.predict(features)
         allowed = set(by_label) & set(gains)
@@ -271,8 +272,16 @@ class GainModel:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> GainModel:
         if raw.get("format") not in READABLE_FORMATS:
-            raise WaypostError(f"not a waypost router profile (format {raw.get('format')!r}, expected {FORMAT!r})")
+            expected = " or ".join(map(repr, READABLE_FORMATS))
+            raise WaypostError(f"not a waypost router profile (format {raw.get('format')!r}, expected {expected})")
         prior = raw.get("prior")
+        try:
+            familiar = {
+                str(n): {str(k): float(v) for k, v in f.items() if k in FAMILIAR_WITHIN}
+                for n, f in (raw.get("familiar") or {}).items()
+            }
+        except (AttributeError, TypeError, ValueError):
+            raise WaypostError("a router profile's 'familiar' maps collections to their features") from None
         xs, ys = raw["calibration"]
         return cls(
             list(raw["feature_names"]),
@@ -286,7 +295,7 @@ class GainModel:
             dict(raw.get("info") or {}),
             None if prior is None else Forest.from_dict(prior),
             float(raw.get("shrink", 1.0)),
-            {str(n): {str(k): float(v) for k, v in f.items()} for n, f in (raw.get("familiar") or {}).items()},
+            familiar,
         )
 
     @classmethod

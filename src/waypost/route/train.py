@@ -22,7 +22,7 @@ from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import Features, Pipeline
 from waypost.route.candidates import default_pool, pipeline_cost
-from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
+from waypost.route.fit import SEED, TrainingRows, fit_gain_model, shuffled
 from waypost.route.model import GainModel
 
 log = logging.getLogger("waypost.route.train")
@@ -179,9 +179,9 @@ def train(
     return Trained(model, rows, queries, outcomes, features, seconds)
 
 
-def shuffled_control(trained: Trained) -> GainModel:
-    """The same fit with outcome rows permuted across training queries."""
-    rows, perm = shuffled(trained.rows)
+def shuffled_control(trained: Trained, seed: int = SEED) -> GainModel:
+    """The same fit with outcome rows permuted across training queries (``seed`` picks the permutation)."""
+    rows, perm = shuffled(trained.rows, seed)
     model = fit_rows(rows, trained.queries, trained.outcomes, perm)
     model.info["control"] = "shuffled labels"
     return model

@@ -56,7 +56,10 @@ class HeuristicSelector:
         return fallback(candidates), 0.5, "no rule fired: the reliable default"
 
 
-def heuristic_instead(why: str, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
-    """The heuristic rules' choice, its reasoning prefixed by ``why`` another selector stood aside."""
+def heuristic_instead(
+    by: str, why: str, query: str, features: Features, candidates: Sequence[Pipeline]
+) -> Choice:
+    """The heuristic rules' choice for selector ``by``, which stood aside: the reasoning starts with ``why``,
+    and the selector reads ``by>heuristic`` (as the LLM selector's fallbacks do)."""
     found = HeuristicSelector().select(query, features, candidates)
-    return Choice(found.pipeline, found.confidence, f"{why}: {found.reasoning}", found.selector, found.ranking)
+    return Choice(found.pipeline, found.confidence, f"{why}: {found.reasoning}", f"{by}>heuristic", found.ranking)

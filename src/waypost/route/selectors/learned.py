@@ -25,7 +25,7 @@ class LearnedSelector:
     def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
         why = self.model.unfamiliar(features)
         if why is not None:  # the profile never saw a collection like this one: it does not extrapolate
-            return heuristic_instead(why, query, features, candidates)
+            return heuristic_instead(self.name, why, query, features, candidates)
         predicted = self.model.predict(features)
         default_label = self.model.default.label
         gains = {p: predicted.get(p.label, 0.0 if p.label == default_label else None) for p in candidates}
