@@ -18,6 +18,7 @@ from tests.conformance.store_suite import DIM, Reopen, StoreConformance, item, m
 from waypost.base import DocumentStore, Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError, WaypostError
+from waypost.store.backend import working_directory
 from waypost.store.pg_base import DatabaseUnavailableError, PgDatabase
 from waypost.store.pg_cluster import ThrowawayCluster
 from waypost.store.postgres import PostgresStore
@@ -208,7 +209,9 @@ def test_a_server_that_is_gone_raises_instead_of_hanging(
         db.close()
 
 
-def test_an_engine_on_postgres_ingests_and_retrieves(pg_url: str, tmp_path: Path, minilm: Embedder) -> None:
+def test_an_engine_on_postgres_ingests_and_retrieves(
+    pg_url: str, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from waypost.types import Document
 
     docs = [
@@ -229,6 +232,14 @@ def test_an_engine_on_postgres_ingests_and_retrieves(pg_url: str, tmp_path: Path
         assert hit.document_id == "wal"
     with pytest.raises(WaypostError, match="working directory of the PostgreSQL store"):
         Engine(tmp_path / "work")  # without its URL the directory is not mistaken for an empty SQLite store
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    with Engine(pg_url) as by_url:  # the URL as the path: that database, never a directory named "postgresql:"
+        assert isinstance(by_url.store, PostgresStore) and by_url.config.store == pg_url
+        assert by_url.path == working_directory(pg_url) and by_url.path.is_relative_to(tmp_path / "home")
+        assert "kb" in {info.name for info in by_url.collections()}
+    assert not Path("postgresql:").exists()
+    with pytest.raises(InvalidInputError, match="two stores"):
+        Engine(pg_url, EngineConfig(store=pg_url + "_other"))
 
 
 def test_the_cli_adds_and_queries_a_postgres_store(pg_url: str, tmp_path: Path, cli: Cli) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +12,7 @@ from waypost.base import CollectionInfo, Embedder
 from waypost.collection import Collection, check_language, check_request
 from waypost.embeddings.coverage import CoverageBook
 from waypost.embeddings.factory import DEFAULT_MODEL, make_embedder
-from waypost.errors import CollectionNotFoundError, ModelMismatchError, WaypostError
+from waypost.errors import CollectionNotFoundError, InvalidInputError, ModelMismatchError, WaypostError
 from waypost.filters.model import Filter
 from waypost.graph.communities import CommunityReporter, ExtractiveReporter
 from waypost.graph.extract import DEFAULT_SPACY_MODEL, SpacyExtractor
@@ -33,7 +33,7 @@ from waypost.route.base import CollectionSelector
 from waypost.route.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S, QueryCache
 from waypost.route.config import RouterConfig
 from waypost.route.telemetry import RouteTelemetry
-from waypost.store.backend import open_backend
+from waypost.store.backend import is_database_url, open_backend, working_directory
 from waypost.types import RetrievalResult
 from waypost.validation import collection_name
 
@@ -78,8 +78,16 @@ class Engine:
     indexes and an embedding cache."""
 
     def __init__(self, path: str | Path, config: EngineConfig | None = None) -> None:
+        """``path``: the store directory, or a ``postgresql://`` URL (the same as ``config.store``; the local
+        working directory is then ``~/.cache/waypost/pg/<digest of the URL>``)."""
+        config = config or EngineConfig()
+        if is_database_url(path):
+            url = str(path)
+            if config.store is not None and config.store != url:
+                raise InvalidInputError("Engine got two stores: a database URL as its path and another as config.store")
+            config, path = replace(config, store=url), working_directory(url)
         self.path = Path(path)
-        self.config = config or EngineConfig()
+        self.config = config
         self.backend = open_backend(self.path, self.config.store)
         self.store = self.backend.documents
         self.indexes = IndexCache(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,7 +16,7 @@ from waypost.hierarchy.tree import TreeConfig
 from waypost.post.passages import PassageConfig, PassagePolicy
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.registry import STRATEGIES
-from waypost.store.backend import database_label, is_database_url, store_exists
+from waypost.store.backend import database_label, is_database_url, store_exists, working_directory
 
 if TYPE_CHECKING:
     _LocalPath = Path
@@ -36,8 +35,7 @@ def _store_location(value: str | Path) -> Path:
     text = str(value)
     if not is_database_url(text):
         return Path(text)
-    digest = hashlib.sha256(database_label(text).encode("utf-8")).hexdigest()[:16]
-    store = DatabaseStore(Path.home() / ".cache" / "waypost" / "pg" / digest)
+    store = DatabaseStore(working_directory(text))
     store.url = text
     return store
 

@@ -7,6 +7,7 @@ protocols, never through file names."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +55,13 @@ def database_label(url: str) -> str:
     from waypost.store.pg_base import redact
 
     return redact(url)
+
+
+def working_directory(url: str) -> Path:
+    """Where an engine on the database ``url`` keeps its local state (indexes, caches) when no directory is
+    given: ``~/.cache/waypost/pg/`` and a digest of the URL without its password."""
+    digest = hashlib.sha256(database_label(url).encode("utf-8")).hexdigest()[:16]
+    return Path.home() / ".cache" / "waypost" / "pg" / digest
 
 
 def store_exists(directory: str | Path, url: str | None = None) -> bool:
