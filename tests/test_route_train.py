@@ -163,6 +163,23 @@ def test_the_gate_reads_chunks_per_document_and_metadata_fields_on_their_scales(
     assert "nearest: notes" in (model.unfamiliar({"chunks_per_doc": 3.0, "metadata_fields": 0.0}) or "")
     assert "nearest: catalogue" in (model.unfamiliar({"chunks_per_doc": 1.0, "metadata_fields": 2.0}) or "")
     assert model.unfamiliar({"chunks_per_doc": 1.0, "metadata_fields": 4.0}) is None  # four and six fields
+    model.familiar = {"long": {"chunks_per_doc": 10.0, "metadata_fields": 0.0}}
+    assert model.unfamiliar({"chunks_per_doc": 12.0, "metadata_fields": 0.0}) is None  # 1.18x on (1 + chunks)
+    assert "nearest: long" in (model.unfamiliar({"chunks_per_doc": float("nan"), "metadata_fields": 0.0}) or "")
+
+
+def test_malformed_or_empty_familiar_entries_are_refused(tmp_path: Path) -> None:
+    raw = fit_gain_model(synthetic_rows(), HYBRID, COSTS).to_dict()
+    for bad in (["scifact"], {"scifact": "big"}, {"scifact": {"size_log": "big"}}, {"old": {"renamed_feature": 3.0}}):
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps({**raw, "familiar": bad}))
+        with pytest.raises(WaypostError, match="'familiar'"):
+            GainModel.load(path)
+
+
+def test_shuffled_controls_differ_by_seed() -> None:
+    rows = synthetic_rows()
+    assert shuffled(rows, 26)[1] != shuffled(rows, 27)[1]
 
 
 def test_out_of_fold_variants_never_see_the_held_out_rows() -> None:

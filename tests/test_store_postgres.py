@@ -233,6 +233,7 @@ def test_an_engine_on_postgres_ingests_and_retrieves(
     with pytest.raises(WaypostError, match="working directory of the PostgreSQL store"):
         Engine(tmp_path / "work")  # without its URL the directory is not mistaken for an empty SQLite store
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
     with Engine(pg_url) as by_url:  # the URL as the path: that database, never a directory named "postgresql:"
         assert isinstance(by_url.store, PostgresStore) and by_url.config.store == pg_url
         assert by_url.path == working_directory(pg_url) and by_url.path.is_relative_to(tmp_path / "home")
@@ -240,6 +241,8 @@ def test_an_engine_on_postgres_ingests_and_retrieves(
     assert not Path("postgresql:").exists()
     with pytest.raises(InvalidInputError, match="two stores"):
         Engine(pg_url, EngineConfig(store=pg_url + "_other"))
+    with pytest.raises(InvalidInputError, match="as text"):
+        Engine(Path(pg_url))  # a Path folds "//": it would name a local directory
 
 
 def test_the_cli_adds_and_queries_a_postgres_store(pg_url: str, tmp_path: Path, cli: Cli) -> None:

@@ -81,6 +81,8 @@ class Engine:
         """``path``: the store directory, or a ``postgresql://`` URL (the same as ``config.store``; the local
         working directory is then ``~/.cache/waypost/pg/<digest of the URL>``)."""
         config = config or EngineConfig()
+        if isinstance(path, Path) and str(path).startswith(("postgresql:/", "postgres:/")):
+            raise InvalidInputError("a database URL is given to Engine as text: Engine('postgresql://...'), not a Path")
         if is_database_url(path):
             url = str(path)
             if config.store is not None and config.store != url:

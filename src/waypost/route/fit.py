@@ -198,8 +198,8 @@ def fit_gain_model(
 
 
 def _collections(rows: TrainingRows, prior_features: Sequence[str]) -> dict[str, dict[str, float]]:
-    """Each training set's collection features (their mean over its rows, a missing value read as 0, as
-    the router reads it), for ``GainModel.unfamiliar``: those ``FAMILIAR_WITHIN`` knows how to compare."""
+    """Each training set's collection features (their mean over its rows, a missing value read as 0), for
+    ``GainModel.unfamiliar``: those ``FAMILIAR_WITHIN`` knows how to compare."""
     columns = [
         (i, name) for i, name in enumerate(rows.feature_names) if name in prior_features and name in FAMILIAR_WITHIN
     ]

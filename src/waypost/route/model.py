@@ -163,7 +163,7 @@ class GainModel:
         like one of them (or the profile does not say which it was trained on)."""
         if not self.familiar:
             return None
-        nearest, closest = "", math.inf
+        nearest, closest = next(iter(self.familiar)), math.inf
         for name, trained in self.familiar.items():
             gap = 0.0
             for feature, value in trained.items():
@@ -282,6 +282,8 @@ class GainModel:
             }
         except (AttributeError, TypeError, ValueError):
             raise WaypostError("a router profile's 'familiar' maps collections to their features") from None
+        if any(not features for features in familiar.values()):  # an empty entry would match every collection
+            raise WaypostError("a router profile's 'familiar' entry names no collection feature this version reads")
         xs, ys = raw["calibration"]
         return cls(
             list(raw["feature_names"]),

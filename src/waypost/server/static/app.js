@@ -473,7 +473,7 @@
     if (facts.length) box.append(el("div", { class: "muted small facts" }, facts.map((f) => el("div", { text: f }))));
     if (Array.isArray(route.ranking) && route.ranking.length) {
       const top = Math.max(...route.ranking.map(([, g]) => Math.abs(g)), 1e-9);
-      box.append(el("div", { class: "ranking" }, el("div", { class: "small muted", text: "predicted gain per candidate" }),
+      box.append(el("div", { class: "ranking" }, el("div", { class: "small muted", text: (route.selector || "").startsWith("learned") && !(route.selector || "").includes("heuristic") ? "predicted gain per candidate" : "score per candidate" }),
         route.ranking.map(([name, gain]) => {
           const b = el("div", { class: `gbar ${gain < 0 ? "neg" : ""}` });
           b.style.width = `${Math.round((Math.abs(gain) / top) * 100)}%`;
