@@ -70,10 +70,11 @@ class _Parts:
     residual: Forest | None = None
 
 
-def _fit_parts(x: Array, y: Array, w: Array, seed: int, prior_mask: Array | None) -> _Parts:
-    """The plain forest, and (``prior_mask`` given: the columns the prior may read) the prior fitted on the
-    collection's features alone and a residual forest on every feature, with larger leaves."""
-    parts = _Parts(plain=_forest(x, y, w, seed))
+def _fit_parts(x: Array, y: Array, w: Array, seed: int, prior_mask: Array | None, plain: bool = True) -> _Parts:
+    """The plain forest (unless ``plain`` is False), and (``prior_mask`` given: the columns the prior may
+    read) the prior fitted on the collection's features alone and a residual forest on every feature, with
+    larger leaves."""
+    parts = _Parts(plain=_forest(x, y, w, seed) if plain else None)
     if prior_mask is not None:
         prior = _sk_forest(x * prior_mask, y, w, seed, max_features=1.0)
         expected = prior.predict(x * prior_mask).reshape(len(x), -1)
@@ -178,7 +179,12 @@ def fit_gain_model(
             score = float(np.average(np.where(conf >= t, picked_safe, np.nan_to_num(fallback)), weights=w))
             if score > best_score + 1e-9:
                 best_score, threshold, policy = score, float(t), name
-    model = model_of(_fit_parts(x, y, w, seed, prior_mask if variant != PLAIN else None), variant)
+    final = (
+        _fit_parts(x, y, w, seed, None, plain=True)
+        if variant == PLAIN
+        else _fit_parts(x, y, w, seed, prior_mask, plain=False)
+    )
+    model = model_of(final, variant)
     model.calibration = (xs, ys)
     model.familiar = _collections(rows, prior_features)
     model.threshold = threshold
