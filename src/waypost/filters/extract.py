@@ -14,6 +14,7 @@ decades and relative years by comparison phrases bound to the field that nearby 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -50,6 +51,7 @@ _REQUEST = re.compile(
     r"search for|i want|i'd like|recommend|which|what)\b",
     re.IGNORECASE,
 )
+_JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
 _NEGATION = frozenset("not no out without non isn't aren't".split())
 
 
@@ -218,7 +220,7 @@ class FilterExtractor:
             stems = [t.norm for t in window if t.norm not in stop]
             content = frozenset(s for s in stems if s not in self.kind_words)
             kinds = frozenset(s for s in stems if s in self.kind_words)
-            form = self._best(content, kinds, set(), window)
+            form = self._best(content, kinds, window, functools.partial(self._names_match, query, tokens, i, j))
             if form is None:
                 continue
             if form.field in scalar_taken:  # a second value of a one-value field: only as an alternative
@@ -234,7 +236,9 @@ class FilterExtractor:
                 if any(not free(t.start, t.end) for t in window):
                     continue
                 form = self.values.surname(window)
-                if form is not None and (form.field in self.values.list_fields or form.field not in scalar_taken):
+                if form is None or not self._whole_run(query, tokens, i, j):
+                    continue
+                if form.field in self.values.list_fields or form.field not in scalar_taken:
                     self._take(query, window, form, mark, picked, matches)
                     scalar_taken.add(form.field)
                     break
@@ -249,6 +253,31 @@ class FilterExtractor:
                 conds.extend(Condition(name, Op.EQ, v) for v in values)
             else:
                 conds.append(Condition(name, Op.IN, values))
+
+    def _names_match(self, query: str, tokens: list[Token], i: int, j: int, form: ValueForm) -> bool:
+        """A person's name matches its own words in order, unstemmed; a one-word name only as the query's
+        whole run of capitalised words ("Edward" is not "Edward Stafford")."""
+        if tuple(t.word for t in tokens[i:j]) != form.words:
+            return False
+        return len(form.words) > 1 or self._whole_run(query, tokens, i, j)
+
+    def _whole_run(self, query: str, tokens: list[Token], i: int, j: int) -> bool:
+        """No capitalised word that could continue a name touches ``tokens[i:j]`` (only spaces or a hyphen
+        between): "Drew" in "Drew Fuller" is part of another name. Function and kind words do not count
+        ("Which Nolan film", "Nolan Movies")."""
+        stop = stop_stems()
+
+        def continues(a: Token, b: Token, other: Token) -> bool:
+            return (
+                other.capital
+                and other.norm not in stop
+                and other.norm not in self.kind_words
+                and _JOIN.fullmatch(query[a.end : b.start]) is not None
+            )
+
+        before = i > 0 and continues(tokens[i - 1], tokens[i], tokens[i - 1])
+        after = j < len(tokens) and continues(tokens[j - 1], tokens[j], tokens[j])
+        return not (before or after)
 
     def _take(
         self,
@@ -265,9 +294,9 @@ class FilterExtractor:
         matches.append(f"{query[window[0].start : window[-1].end]!r} -> {form.field} = {form.value!r}")
 
     def _best(
-        self, content: frozenset[str], kinds: frozenset[str], taken: set[str], window: list[Token]
+        self, content: frozenset[str], kinds: frozenset[str], window: list[Token], name_ok: Callable[[ValueForm], bool]
     ) -> ValueForm | None:
-        candidates = [f for f in self.values.forms(content) if f.field not in taken]
+        candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
         # one capital-less word is never a person's name ("love" is no actor's name, "Love" may be)
         if len(window) == 1 and not window[0].capital:
             candidates = [f for f in candidates if f.field not in self.values.name_fields]

@@ -242,6 +242,7 @@ def bind(
         n
         for n in aliases.names
         if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
+        and _fits(phrase, aliases, n)
     ]
     words = _window(query, tokens, phrase, free)
     if phrase.bare:  # only the word right beside the number may name the field
@@ -271,11 +272,23 @@ def bind(
             chosen = tied[0]
         elif all(n in aliases.time_fields for n in tied):  # a year field before a date field
             chosen = min(tied, key=aliases.time_fields.index)
-    elif not phrase.bare:
+    elif not phrase.bare and phrase.unit is None:  # "10%" or "$5" names no field by its value alone
         chosen = _by_range(phrase, aliases, allowed, year_like)
     if chosen is None:
         return None
     return _conditions(phrase, aliases, chosen, today), named.get(chosen, [])
+
+
+def _fits(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> bool:
+    """Whether the phrase can be about the field at all: a field of calendar years or dates takes only years
+    ("by the age of 14 years" is no release year), and a unit of one dimension never binds to a field of
+    another ("40 mg" is no runtime, "85%" no duration)."""
+    years = all(float(v).is_integer() and 1000 <= v <= 2999 for _op, v in phrase.bounds)
+    if name in aliases.time_fields and not phrase.time_only and not years:
+        return False
+    found = UNITS.get(phrase.unit.lower()) if phrase.unit else None
+    own = aliases.dimensions.get(name)
+    return found is None or own is None or found[0].split(":")[0] == own
 
 
 def _plausible(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:

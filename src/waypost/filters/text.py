@@ -69,6 +69,7 @@ class Token:
     start: int
     end: int
     capital: bool = False  # written with a capital first letter (a proper noun, maybe)
+    word: str = ""  # the folded word before stemming (people's names are compared unstemmed)
 
 
 def tokenize(text: str, synonyms: dict[str, str]) -> list[Token]:
@@ -77,28 +78,27 @@ def tokenize(text: str, synonyms: dict[str, str]) -> list[Token]:
         raw = m.group(0)
         word = fold(raw).removesuffix("'s").replace("'", "")
         for part in synonyms.get(word, word).split():
-            tokens.append(Token(stem(part), m.start(), m.end(), raw[:1].isupper()))
+            tokens.append(Token(stem(part), m.start(), m.end(), raw[:1].isupper(), part))
     return tokens
 
 
 def stems(text: str, synonyms: dict[str, str]) -> list[str]:
     """The stems of ``tokenize`` without spans (fast, for indexing many values)."""
+    return [stem(w) for w in folded_words(text, synonyms)]
+
+
+def folded_words(text: str, synonyms: dict[str, str]) -> list[str]:
+    """The words ``stems`` would stem, folded but unstemmed (the ``word`` of ``tokenize``'s tokens)."""
     words: list[str] = []
     for raw in WORD.findall(fold(text)):
         word = raw.removesuffix("'s").replace("'", "")
         words.extend(synonyms.get(word, word).split())
-    return [stem(w) for w in words]
+    return words
 
 
 def stem_all(texts: list[str], synonyms: dict[str, str]) -> list[list[str]]:
     """``stems`` of many texts, each distinct word stemmed once in one batch."""
-    split: list[list[str]] = []
-    for text in texts:
-        words: list[str] = []
-        for raw in WORD.findall(fold(text)):
-            word = raw.removesuffix("'s").replace("'", "")
-            words.extend(synonyms.get(word, word).split())
-        split.append(words)
+    split = [folded_words(text, synonyms) for text in texts]
     distinct = sorted({w for words in split for w in words})
     stemmed = dict(zip(distinct, _stemmer().stemWords(distinct), strict=True))  # type: ignore[attr-defined]
     return [[stemmed[w] for w in words] for words in split]

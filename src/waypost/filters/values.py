@@ -3,9 +3,12 @@
 Every string value of every field (list elements one by one; people's names in a director or cast field with
 thousands of values included) is indexed by its set of content stems. A query window matches a value whose
 stems it equals exactly; values written as codes (``TV-MA``, ``PG-13``, ``R``) match as exact tokens. In a
-field of people's names (many distinct values, each on few chunks, most of them two to four capitalised words), a run of
-capitalised query words also matches the trailing words of exactly one name ("Nolan" -> "Christopher Nolan";
-an ambiguous surname matches nothing), and a one-word match needs a capital letter.
+field of people's names (many distinct values, each on few chunks, most of them two to four capitalised words),
+words are compared unstemmed and in order ("Nation" is not "National", "Andrew Scott" is not "Scott Andrew"), and
+a run of capitalised query words also matches the trailing words of exactly one name ("Nolan" -> "Christopher
+Nolan"; an ambiguous surname matches nothing). A one-word match needs a capital letter, and a match that is not
+the whole name must be the query's whole run of capitalised words: "Drew Fuller" names someone other than
+"Vivian Drew", and "Edward Stafford" someone other than "Edward" (the extractor checks the run).
 
 Stemming tens of thousands of names is the expensive part, so the analysis of each field's values is kept for
 the process and shared by every build: a new generation (after a write) stems only the values it adds, and
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
-from waypost.filters.text import Token, stem_all, stop_stems
+from waypost.filters.text import Token, folded_words, stem_all, stop_stems
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
@@ -50,7 +53,7 @@ class ValueForm:
     content: frozenset[str]  # stems without stopwords and kind words
     kinds: frozenset[str]  # kind words the value carries ("Horror Movies": movi)
     count: int
-    trailing: tuple[str, ...] = ()  # stems of a name's words, for surname matches
+    words: tuple[str, ...] = ()  # a name's folded words, unstemmed (empty outside fields of names)
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class _Analysed:
     value: str
     content: frozenset[str]
     kinds: frozenset[str]
-    norms: tuple[str, ...]  # every stem, stopwords included (a name's trailing words)
+    words: tuple[str, ...]  # every folded word, unstemmed, stopwords included (a name's trailing words)
 
 
 class _FieldValues:
@@ -87,11 +90,11 @@ class _FieldValues:
             content = frozenset(s for s in content_stems if s not in kind_words)
             if not content and not kinds:
                 continue
-            form = _Analysed(value, content, kinds, tuple(norms))
+            form = _Analysed(value, content, kinds, tuple(folded_words(value, synonyms)))
             self.by_content.setdefault(content, []).append(form)
             if value in self.name_like:
-                for i in range(1, len(norms)):
-                    self.by_trailing.setdefault(form.norms[i:], []).append(form)
+                for i in range(1, len(form.words)):
+                    self.by_trailing.setdefault(form.words[i:], []).append(form)
         self.seen.update(values)
 
 
@@ -157,7 +160,7 @@ class ValueIndex:
             for a in shared.by_content.get(content, ()):
                 count = counts.get(a.value)
                 if count and (is_names or a.value not in shared.code_like):
-                    out.append(ValueForm(name, a.value, a.content, a.kinds, count, a.norms if is_names else ()))
+                    out.append(ValueForm(name, a.value, a.content, a.kinds, count, a.words if is_names else ()))
         return out
 
     def code_matches(self, query: str) -> list[tuple[re.Match[str], str, str]]:
@@ -175,11 +178,11 @@ class ValueIndex:
 
     def surname(self, run: list[Token]) -> ValueForm | None:
         """The one name whose trailing words are this run of capitalised query words, if exactly one."""
-        if not run or not all(t.capital for t in run) or len(run[-1].norm) < 3:
+        if not run or not all(t.capital for t in run) or len(run[-1].word) < 3:
             return None
-        key = tuple(t.norm for t in run)
+        key = tuple(t.word for t in run)
         found = [
-            ValueForm(name, a.value, a.content, a.kinds, counts[a.value], a.norms)
+            ValueForm(name, a.value, a.content, a.kinds, counts[a.value], a.words)
             for name, counts, shared in self._fields
             if name in self.name_fields
             for a in shared.by_trailing.get(key, ())
