@@ -8,6 +8,7 @@ is added, deleted or built). The build is what the first metadata query after a 
 the first in the process, warm builds follow over the same values, and "after write" builds see 20 new names
 in each large field (caches that outlive one generation count for them). Queries are
 the data set's own plus their lower-cased forms. ``--dump`` writes every extraction, to compare two versions.
+``--other DIR...`` counts the questions of other data sets (not catalogue queries) that get a filter anyway.
 Run the script with another checkout's ``src`` on PYTHONPATH for a baseline in the same session.
 """
 
@@ -50,9 +51,13 @@ class AfterWrite:
         return counts
 
 
-def load_queries(data: Path) -> list[str]:
+def read_texts(data: Path) -> list[str]:
     with (data / "queries.jsonl").open() as f:
-        texts = [str(json.loads(line)["text"]) for line in f if line.strip()]
+        return [str(json.loads(line)["text"]) for line in f if line.strip()]
+
+
+def load_queries(data: Path) -> list[str]:
+    texts = read_texts(data)
     return texts + [t.lower() for t in texts]
 
 
@@ -64,6 +69,13 @@ def main() -> None:
     parser.add_argument("--collection", default="corpus")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--dump", type=Path, default=None)
+    parser.add_argument(
+        "--other",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="data sets whose questions are not catalogue queries: report how many of them get a filter",
+    )
     args = parser.parse_args()
     if args.store is None:
         parser.error("no store: run `waypost eval DATA --strategy metadata` first or pass --store")
@@ -108,6 +120,10 @@ def main() -> None:
         "queries": len(queries),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
+    for other in args.other:  # precision: a question of another set should rarely read as a catalogue filter
+        texts = read_texts(other)
+        with_filter = [t for t in texts if extractor.extract(t).filter is not None]
+        report.setdefault("other_sets", {})[other.name] = {"questions": len(texts), "with_filter": len(with_filter)}
     print(json.dumps(report))
     if args.dump is not None:
         out = {}

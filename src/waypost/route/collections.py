@@ -53,19 +53,21 @@ logger = logging.getLogger("waypost.route.collections")
 SIGNALS = ("probe", "sample", "centroid", "description", "language", "coverage", "lexical", "metadata", "exemplar")
 EXEMPLAR_K = 5
 # Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
-# queries of six sets; benchmarks/bench_collections.py --fit). The weights' scale is the softmax's inverse
-# temperature, so the same fit calibrates the confidence.
+# queries of six sets; benchmarks/bench_collections.py --fit; refit 2026-11-27 after the filter extractor
+# stopped reading stray surnames and percentages as filters, which lowers the metadata signal of questions
+# that are not catalogue queries). The weights' scale is the softmax's inverse temperature, so the same fit
+# calibrates the confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 3.547,
-    "sample": 2.066,
-    "centroid": 2.271,
+    "probe": 3.571,
+    "sample": 2.085,
+    "centroid": 2.277,
     # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
     # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
-    "description": 2.271,
-    "language": 0.426,
+    "description": 2.277,
+    "language": 0.422,
     "coverage": 2.966,
-    "lexical": 3.366,
-    "metadata": 1.564,
+    "lexical": 3.367,
+    "metadata": 1.467,
 }
 SAMPLE_SIZE = 200
 PROBE_K = 3
