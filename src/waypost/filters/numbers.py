@@ -187,7 +187,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         second = _NUMBER_AT.match(query, end + join.end()) if join else None
         if join and second and ok(second.start("num"), second.end()) and (join.group(0).strip() != "and" or betw >= 0):
             unit2, end2 = _unit_after(query, second.end())
-            unit = unit or second.group("cur") or unit2
+            unit = unit or second.group("cur") or ("%" if second.group("pct") else None) or unit2
             start = betw if betw >= 0 else (at if op == "year" else m.start())
             add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, _num(second))], unit))
             continue
@@ -238,11 +238,12 @@ def bind(
 ) -> tuple[list[Condition], list[Token]] | None:
     """The conditions a phrase means and the words that named its field; ``None``: not a filter."""
     year_like = phrase.value.is_integer() and 1000 <= phrase.value <= 2999
+    unfit = {n for n in aliases.names if not _fits(phrase, aliases, n)}
     allowed = [
         n
         for n in aliases.names
         if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
-        and _fits(phrase, aliases, n)
+        and n not in unfit
     ]
     words = _window(query, tokens, phrase, free)
     if phrase.bare:  # only the word right beside the number may name the field
@@ -250,8 +251,10 @@ def bind(
         words = [w for w in words if not query[w[0].start : w[0].end].replace(".", "").isdigit()]
     scores: dict[str, float] = {}
     named: dict[str, list[Token]] = {}
+    named_unfit = False  # a word names a field the phrase cannot be about ("30 years" and a year field)
     for t, dist in words:
         for name, weight in aliases.word_weights(query[t.start : t.end]).items():
+            named_unfit |= name in unfit
             if name in allowed:
                 scores[name] = scores.get(name, 0.0) + weight * (1 - 0.15 * dist)
                 if weight >= 3 or dist == 0:  # a word of the field's own name, or right beside the number
@@ -272,7 +275,7 @@ def bind(
             chosen = tied[0]
         elif all(n in aliases.time_fields for n in tied):  # a year field before a date field
             chosen = min(tied, key=aliases.time_fields.index)
-    elif not phrase.bare and phrase.unit is None:  # "10%" or "$5" names no field by its value alone
+    elif not phrase.bare and phrase.unit is None and not named_unfit:  # "10%" names no field by its value
         chosen = _by_range(phrase, aliases, allowed, year_like)
     if chosen is None:
         return None
