@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import waypost
 from waypost.engine import Engine
 from waypost.filters.extract import FilterExtractor
 
@@ -106,8 +107,8 @@ def main() -> None:
             t0 = time.perf_counter()
             extractor.extract(q)
             per_query.append((time.perf_counter() - t0) * 1000)
-    report = {
-        "code": FilterExtractor.__module__ and str(Path(__import__("waypost").__file__).parent),
+    report: dict[str, Any] = {
+        "code": str(Path(str(waypost.__file__)).parent),
         "store": str(args.store),
         "distinct_string_values": values,
         "build_cold_ms": round(builds[0], 1),

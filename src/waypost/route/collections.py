@@ -58,16 +58,16 @@ EXEMPLAR_K = 5
 # that are not catalogue queries). The weights' scale is the softmax's inverse temperature, so the same fit
 # calibrates the confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 3.571,
+    "probe": 3.569,
     "sample": 2.085,
-    "centroid": 2.277,
+    "centroid": 2.276,
     # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
     # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
-    "description": 2.277,
+    "description": 2.276,
     "language": 0.422,
     "coverage": 2.966,
     "lexical": 3.367,
-    "metadata": 1.467,
+    "metadata": 1.47,
 }
 SAMPLE_SIZE = 200
 PROBE_K = 3
