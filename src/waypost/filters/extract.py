@@ -52,16 +52,7 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
-_SENTENCE_END = re.compile(r"[.?!:;]\s*$")
-
-
-def _title_case(query: str, tokens: list[Token], stop: frozenset[str]) -> bool:
-    """Every word of two or more letters, function words aside, starts with a capital ("Best Lindqvist
-    Comedy"): capitals then mark no names."""
-    words = [t for t in tokens if t.norm not in stop and query[t.start : t.end].isalpha()]
-    return len(words) >= 2 and all(t.capital for t in words)
-
-
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _NEGATION = frozenset("not no out without non isn't aren't".split())
 
 
@@ -272,27 +263,24 @@ class FilterExtractor:
         return len(form.words) > 1 or self._whole_run(query, tokens, i, j)
 
     def _whole_run(self, query: str, tokens: list[Token], i: int, j: int) -> bool:
-        """No capitalised word that could continue a name touches ``tokens[i:j]`` (only spaces or a hyphen
-        between): "Drew" in "Drew Fuller" is part of another name. Words that cannot continue one: function
-        and kind words, a word already read as a value ("Okafor Thrillers"), after a possessive ("Okafor's
-        Night Train"), and a sentence's first word unless this collection's names use it ("Classic Okafor
-        westerns", but "Drew" in "Drew Fuller ..."). In a query written in title case, capitals say nothing."""
+        """No capitalised word that could continue a name touches ``tokens[i:j]``: "Drew" in "Drew Fuller" is
+        part of another name. Function and kind words do not continue one ("Which Nolan film", "Nolan
+        Movies"), nor does a word after a comma or a possessive ("Nolan's Inception"). Any other capitalised
+        word does, a genre or a sentence's first word included: a wrong filter empties a result, a missed
+        one only leaves the name to the semantic query ("Okafor Thrillers" reads the genre alone)."""
         stop = stop_stems()
-        if _title_case(query, tokens, stop):
-            return True
 
-        def continues(a: Token, b: Token, other: Token, at: int) -> bool:
-            if not other.capital or other.norm in stop or other.norm in self.kind_words:
-                return False
-            if _JOIN.fullmatch(query[a.end : b.start]) is None or query[a.start : a.end].endswith("'s"):
-                return False
-            if any(not f.words for f in self.values.forms(frozenset({other.norm}))):
-                return False  # a value of another field ("Thrillers"), read before or after the name
-            first = at == 0 or _SENTENCE_END.search(query[: other.start]) is not None
-            return not first or self.values.is_name_word(other.word)
+        def continues(a: Token, b: Token, other: Token) -> bool:
+            return (
+                other.capital
+                and other.norm not in stop
+                and other.norm not in self.kind_words
+                and _JOIN.fullmatch(query[a.end : b.start]) is not None
+                and not _POSSESSIVE.search(query[a.start : a.end])
+            )
 
-        before = i > 0 and continues(tokens[i - 1], tokens[i], tokens[i - 1], i - 1)
-        after = j < len(tokens) and continues(tokens[j - 1], tokens[j], tokens[j], j)
+        before = i > 0 and continues(tokens[i - 1], tokens[i], tokens[i - 1])
+        after = j < len(tokens) and continues(tokens[j - 1], tokens[j], tokens[j])
         return not (before or after)
 
     def _take(

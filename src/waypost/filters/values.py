@@ -75,7 +75,6 @@ class _FieldValues:
         self.codes: dict[str, list[str]] = {}  # casefolded code -> values
         self.code_like: set[str] = set()
         self.name_like: set[str] = set()
-        self.name_words: set[str] = set()  # every folded word of a name-like value ("drew", "barrymore")
 
     def add(self, values: list[str], synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
         stop = stop_stems()
@@ -94,7 +93,6 @@ class _FieldValues:
             form = _Analysed(value, content, kinds, tuple(folded_words(value, synonyms)))
             self.by_content.setdefault(content, []).append(form)
             if value in self.name_like:
-                self.name_words.update(form.words)
                 for i in range(1, len(form.words)):
                     self.by_trailing.setdefault(form.words[i:], []).append(form)
         self.seen.update(values)
@@ -192,11 +190,6 @@ class ValueIndex:
         ]
         names = {(f.field, f.value) for f in found}
         return found[0] if len(names) == 1 else None
-
-    def is_name_word(self, word: str) -> bool:
-        """Whether a word (folded, unstemmed) is part of some person's name in a field of names. Read from
-        every value the field has held in this process, not only this generation's."""
-        return any(word in shared.name_words for name, _counts, shared in self._fields if name in self.name_fields)
 
     @cached_property
     def boolean_words(self) -> dict[str, frozenset[str]]:
