@@ -58,7 +58,11 @@ def _cases(job: str) -> list[tuple[str, str, dict[str, Any] | None]]:
         ("POST", "/v1/retrieve", {"collection": ONLY_B, "query": "quokka formula"}),
         ("POST", "/v1/answer", {"collection": ONLY_B, "question": "What is the formula?"}),
         ("POST", "/v1/answer", {"collection": ONLY_B, "question": "What is the formula?", "stream": True}),
-        ("POST", "/v1/compare", {"collection": ONLY_B, "query": "formula", "pipelines": [{"strategy": "bm25"}, {"strategy": "dense"}]}),  # noqa: E501
+        (
+            "POST",
+            "/v1/compare",
+            {"collection": ONLY_B, "query": "formula", "pipelines": [{"strategy": "bm25"}, {"strategy": "dense"}]},
+        ),
         ("POST", "/v1/feedback", {"collection": ONLY_B, "query": "formula", "chunk_id": f"{doc}#0"}),
         ("POST", "/v1/feedback", {"collection": SHARED, "query": "formula", "chunk_id": "b-shared.txt#0"}),
         ("GET", f"/v1/stats/routes?collection={ONLY_B}", None),

@@ -56,9 +56,7 @@ class HeuristicSelector:
         return fallback(candidates), 0.5, "no rule fired: the reliable default"
 
 
-def heuristic_instead(
-    by: str, why: str, query: str, features: Features, candidates: Sequence[Pipeline]
-) -> Choice:
+def heuristic_instead(by: str, why: str, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
     """The heuristic rules' choice for selector ``by``, which stood aside: the reasoning starts with ``why``,
     and the selector reads ``by>heuristic`` (as the LLM selector's fallbacks do)."""
     found = HeuristicSelector().select(query, features, candidates)
