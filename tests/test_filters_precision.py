@@ -151,6 +151,14 @@ def test_numbers_of_another_kind_bind_to_nothing(movie_extractor: FilterExtracto
     assert found(movie_extractor, query) == set()
 
 
+def test_currencies_are_not_converted(product_extractor: FilterExtractor) -> None:
+    assert found(product_extractor, "headphones under 90 euros") == {("category", "eq", "Headphones")}
+    assert found(product_extractor, "headphones under 90 dollars") == {
+        ("category", "eq", "Headphones"),
+        ("price_usd", "lt", 90),
+    }
+
+
 def test_units_still_bind_to_their_own_fields(
     movie_extractor: FilterExtractor, product_extractor: FilterExtractor
 ) -> None:
