@@ -79,12 +79,15 @@ def test_the_invented_cast_field_is_a_field_of_names(cast_extractor: FilterExtra
         # a name's words in another order are another name, and a full name is compared unstemmed too
         ("films by Nation Garra", set()),
         ("films by Garra Nations", set()),
-        # what may end a run of capitals: a comma, a kind word, a word read as a value, a possessive
+        # what ends a run of capitals: a comma, a kind word; a hyphen does not ("Drew-Fuller" is one name)
         (
             "Nation, Picking and Doe shows",
             {("cast", "eq", "Garra Nation"), ("cast", "eq", "Joss Picking"), ("cast", "eq", "Brin Doe")},
         ),
         ("which Nation Movies are long", {("cast", "eq", "Garra Nation")}),
+        ("Drew-Fuller movies", set()),
+        # a full name needs no whole run
+        ("Thrillers Starring Garra Nation", {("cast", "eq", "Garra Nation")}),
     ],
 )
 def test_people_names(cast_extractor: FilterExtractor, query: str, expected: Expected) -> None:
@@ -134,7 +137,7 @@ def test_a_reordered_full_name_is_not_the_name(movie_extractor: FilterExtractor)
 @pytest.mark.parametrize(
     "query",
     [
-        "At least 85% of patients recover within a week.",  # a percentage is no runtime
+        "At least 85% of movies run long",  # a percentage is no runtime
         "Between 7 and 12 kb/min of transcript are made.",  # a rate in kb is no runtime
         "A 40mg/day dose does not affect the kidneys.",
         "The risk rises by the age of 14 years.",  # an age is no year
@@ -149,6 +152,10 @@ def test_a_reordered_full_name_is_not_the_name(movie_extractor: FilterExtractor)
 )
 def test_numbers_of_another_kind_bind_to_nothing(movie_extractor: FilterExtractor, query: str) -> None:
     assert found(movie_extractor, query) == set()
+
+
+def test_a_unit_binds_to_a_named_field_without_a_dimension(movie_extractor: FilterExtractor) -> None:
+    assert found(movie_extractor, "movies with a meta score above 85%") == {("meta_score", "gt", 85)}
 
 
 def test_currencies_are_not_converted(product_extractor: FilterExtractor) -> None:
