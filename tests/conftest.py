@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.cli_runner import Cli
+from tests.filter_corpora import extractor_of, movies, products
 from tests.llama_server import LlamaServer
 from tests.server_fixtures import LiveServer, live_server
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
+from waypost.filters.extract import FilterExtractor
 from waypost.store.pg_cluster import ThrowawayCluster, postgres_available, throwaway_cluster
 
 
@@ -32,6 +34,18 @@ def engine(tmp_path: Path, minilm: Embedder) -> Iterator[Engine]:
     eng.register_embedder(minilm)
     yield eng
     eng.close()
+
+
+@pytest.fixture(scope="module")
+def movie_extractor() -> FilterExtractor:
+    """The filter extractor of the invented movie catalogue (``tests/filter_corpora.py``)."""
+    return extractor_of(movies())
+
+
+@pytest.fixture(scope="module")
+def product_extractor() -> FilterExtractor:
+    """The filter extractor of the invented product catalogue."""
+    return extractor_of(products())
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,9 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
+from waypost.filters.extract import FilterExtractor
+from waypost.index.metadata import MetadataIndex
+
 TODAY = date(2025, 6, 1)  # the extractor's clock in these tests
 FIRST = (
     "Maren Tomasz Ines Kofi Anouk Rafael Sunniva Dmitri Leilani Oskar Priya Matteo Yara Bertil Chidi Elif "
@@ -94,3 +97,19 @@ def papers() -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+Expected = set[tuple[str, str, object]]
+
+
+def found(extractor: FilterExtractor, query: str) -> Expected:
+    """The extracted conditions as (field, op, value) triples; a list value as a sorted tuple."""
+
+    def value(v: object) -> object:
+        return tuple(sorted(v)) if isinstance(v, list) else v  # type: ignore[arg-type]
+
+    return {(c.field, c.op.value, value(c.value)) for c in extractor.extract(query).conditions}
+
+
+def extractor_of(rows: list[dict[str, Any]]) -> FilterExtractor:
+    return FilterExtractor(MetadataIndex.build(rows), today=lambda: TODAY)

@@ -9,29 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.filter_corpora import TODAY, movies, products
+from tests.filter_corpora import TODAY, Expected, found, movies
 from waypost.filters.extract import FilterExtractor
 from waypost.index.metadata import MetadataIndex
-
-Expected = set[tuple[str, str, object]]
-
-
-def found(extractor: FilterExtractor, query: str) -> Expected:
-    def value(v: object) -> object:
-        return tuple(sorted(v)) if isinstance(v, list) else v  # type: ignore[arg-type]
-
-    return {(c.field, c.op.value, value(c.value)) for c in extractor.extract(query).conditions}
-
-
-@pytest.fixture(scope="module")
-def movie_extractor() -> FilterExtractor:
-    return FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY)
-
-
-@pytest.fixture(scope="module")
-def product_extractor() -> FilterExtractor:
-    return FilterExtractor(MetadataIndex.build(products()), today=lambda: TODAY)
-
 
 MOVIE_CASES: list[tuple[str, Expected]] = [
     (

@@ -12,28 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.filter_corpora import TODAY, movies, people, products
+from tests.filter_corpora import Expected, extractor_of, found, people
 from waypost.filters.extract import FilterExtractor
-from waypost.index.metadata import MetadataIndex
-
-Expected = set[tuple[str, str, object]]
-
-
-def found(extractor: FilterExtractor, query: str) -> Expected:
-    return {
-        (c.field, c.op.value, tuple(sorted(c.value)) if isinstance(c.value, list) else c.value)
-        for c in extractor.extract(query).conditions
-    }
-
-
-@pytest.fixture(scope="module")
-def movie_extractor() -> FilterExtractor:
-    return FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY)
-
-
-@pytest.fixture(scope="module")
-def product_extractor() -> FilterExtractor:
-    return FilterExtractor(MetadataIndex.build(products()), today=lambda: TODAY)
 
 
 def _cast_catalogue() -> list[dict[str, Any]]:
@@ -52,7 +32,7 @@ def _cast_catalogue() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def cast_extractor() -> FilterExtractor:
-    return FilterExtractor(MetadataIndex.build(_cast_catalogue()), today=lambda: TODAY)
+    return extractor_of(_cast_catalogue())
 
 
 def test_the_invented_cast_field_is_a_field_of_names(cast_extractor: FilterExtractor) -> None:
