@@ -96,9 +96,8 @@ def folded_words(text: str, synonyms: dict[str, str]) -> list[str]:
     return words
 
 
-def stem_all(texts: list[str], synonyms: dict[str, str]) -> list[list[str]]:
-    """``stems`` of many texts, each distinct word stemmed once in one batch."""
-    split = [folded_words(text, synonyms) for text in texts]
+def stem_word_lists(split: list[list[str]]) -> list[list[str]]:
+    """The stems of lists of ``folded_words``, each distinct word stemmed once in one batch."""
     distinct = sorted({w for words in split for w in words})
     stemmed = dict(zip(distinct, _stemmer().stemWords(distinct), strict=True))  # type: ignore[attr-defined]
     return [[stemmed[w] for w in words] for words in split]

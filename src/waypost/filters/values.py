@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
-from waypost.filters.text import Token, folded_words, stem_all, stop_stems
+from waypost.filters.text import Token, folded_words, stem_word_lists, stop_stems
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
@@ -84,13 +84,14 @@ class _FieldValues:
                 self.codes.setdefault(value.casefold(), []).append(value)
             if _looks_like_name(value):
                 self.name_like.add(value)
-        for value, norms in zip(values, stem_all(values, synonyms), strict=True):
+        split = [folded_words(value, synonyms) for value in values]
+        for value, words, norms in zip(values, split, stem_word_lists(split), strict=True):
             content_stems = [s for s in norms if s not in stop]
             kinds = frozenset(s for s in content_stems if s in kind_words)
             content = frozenset(s for s in content_stems if s not in kind_words)
             if not content and not kinds:
                 continue
-            form = _Analysed(value, content, kinds, tuple(folded_words(value, synonyms)))
+            form = _Analysed(value, content, kinds, tuple(words))
             self.by_content.setdefault(content, []).append(form)
             if value in self.name_like:
                 for i in range(1, len(form.words)):
