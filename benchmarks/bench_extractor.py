@@ -23,6 +23,7 @@ import glob
 import json
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +122,16 @@ def main() -> None:
         "queries": len(queries),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
+    fields: Counter[str] = Counter()  # per field: questions of other sets with a condition on it
     for other in args.other:  # precision: a question of another set should rarely read as a catalogue filter
         texts = read_texts(other)
-        with_filter = [t for t in texts if extractor.extract(t).filter is not None]
+        extractions = [extractor.extract(t) for t in texts]
+        with_filter = [e for e in extractions if e.filter is not None]
+        for e in with_filter:
+            fields.update({c.field for c in e.conditions})
         report.setdefault("other_sets", {})[other.name] = {"questions": len(texts), "with_filter": len(with_filter)}
+    if args.other:
+        report["other_sets_fields"] = dict(fields.most_common())
     print(json.dumps(report))
     if args.dump is not None:
         out = {}

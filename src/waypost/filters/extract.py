@@ -52,7 +52,6 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
-_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _NEGATION = frozenset("not no out without non isn't aren't".split())
 
 
@@ -276,7 +275,7 @@ class FilterExtractor:
                 and other.norm not in stop
                 and other.norm not in self.kind_words
                 and _JOIN.fullmatch(query[a.end : b.start]) is not None
-                and not _POSSESSIVE.search(query[a.start : a.end])
+                and not query[a.start : a.end].lower().endswith("'s")  # a token holds its ASCII "'s"
             )
 
         before = i > 0 and continues(tokens[i - 1], tokens[i], tokens[i - 1])
