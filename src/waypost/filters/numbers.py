@@ -113,6 +113,26 @@ def _decade(m: re.Match[str], this_year: int) -> tuple[int, int]:
     return start + lo, start + hi
 
 
+LOOKBACK = 64  # characters before a number that a phrase about it may take ("no less than the", "between the years")
+
+
+def _lookback(query: str, end: int) -> tuple[str, int]:
+    """The text before ``end`` that a prefix phrase may take, from a word's start, and its offset in ``query``:
+    prefix patterns end in ``$``, so searching the whole prefix for every number would be quadratic."""
+    start = max(0, end - LOOKBACK)
+    if start > 0:
+        space = query.find(" ", start, end)
+        start = end if space < 0 else space + 1
+    return query[start:end], start
+
+
+def _prefix_op_before(query: str, end: int) -> tuple[Op | str | None, int]:
+    """``_prefix_op`` of the text before ``end``, with its position in ``query``."""
+    text, offset = _lookback(query, end)
+    op, at = _prefix_op(text)
+    return op, at + offset
+
+
 def _prefix_op(text: str) -> tuple[Op | str | None, int]:
     for pattern, op in _PREFIX:
         m = pattern.search(text)
@@ -160,7 +180,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if not ok(m.start(), m.end()):
             continue
         lo, hi = _decade(m, year)
-        op, at = _prefix_op(query[: m.start()])
+        op, at = _prefix_op_before(query, m.start())
         start = at if op is not None else m.start()
         bounds: list[tuple[Op | str, float]] = [(Op.GTE, lo), (Op.LTE, hi)]
         if op in (Op.LT, Op.LTE):
@@ -171,7 +191,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             bounds = [(Op.GTE, lo)]
         add(NumberPhrase(start, m.end(), bounds, time_only=True))
     for m in _NUMBER.finditer(query):
-        if not ok(m.start("num"), m.end()) or _NOT_A_FILTER.search(query[: m.start()]):
+        if not ok(m.start("num"), m.end()) or _NOT_A_FILTER.search(_lookback(query, m.start())[0]):
             continue
         if _DATE_LIKE.match(query, m.start("num")):  # 2019-05-01 is a date, not a range
             continue
@@ -180,7 +200,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         end = m.end()
         if unit is None:
             unit, end = _unit_after(query, end)
-        op, at = _prefix_op(query[: m.start()])
+        op, at = _prefix_op_before(query, m.start())
         start = at if op is not None else m.start()
         betw = _between(query, m.start())
         join = _RANGE_JOIN.match(query[end:])
@@ -208,8 +228,9 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
 
 def _between(query: str, start: int) -> int:
     """Where "between" begins, if it comes right before ``start`` ("between 1990 and 1995"); else -1."""
-    m = re.search(r"\bbetween\s+(?:the\s+years\s+)?$", query[:start], re.IGNORECASE)
-    return m.start() if m else -1
+    text, offset = _lookback(query, start)
+    m = re.search(r"\bbetween\s+(?:the\s+years\s+)?$", text, re.IGNORECASE)
+    return m.start() + offset if m else -1
 
 
 _BOUNDARY = frozenset("with and but or that which who whose while where".split())
