@@ -78,6 +78,11 @@ def main() -> None:
         default=[],
         help="data sets whose questions are not catalogue queries: report how many of them get a filter",
     )
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="also time one extraction of a pasted text (the set's queries end to end) at 15,000 and 60,000 characters",
+    )
     args = parser.parse_args()
     if args.store is None:
         parser.error("no store: run `waypost eval DATA --strategy metadata` first or pass --store")
@@ -122,6 +127,13 @@ def main() -> None:
         "queries": len(queries),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
+    if args.long:  # a pasted text: time should grow with its length, not its square
+        pasted = " ".join(queries)
+        pasted = pasted * (60_000 // len(pasted) + 1)
+        for size in (15_000, 60_000):
+            t0 = time.perf_counter()
+            extractor.extract(pasted[:size])
+            report.setdefault("long_query_s", {})[str(size)] = round(time.perf_counter() - t0, 3)
     fields: Counter[str] = Counter()  # per field: questions of other sets with a condition on it
     for other in args.other:  # precision: a question of another set should rarely read as a catalogue filter
         texts = read_texts(other)

@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=DEFAULT_PROFILE)
     parser.add_argument("--correct-below", type=float, default=RouterConfig.correct_below)
     parser.add_argument("--planner", default="rules", choices=("none", "rules"))
+    parser.add_argument("--list-planned", action="store_true", help="also list each planned query and its change")
     args = parser.parse_args()
 
     workload = default_workload(args.data)
@@ -52,6 +53,7 @@ def main() -> None:
     table = outcome_table(list(OutcomeCache.under(args.store).rows.values()))
     per_set: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     stage1: dict[str, Counter[str]] = defaultdict(Counter)  # set -> the other stage-1 choices it got
+    planned: list[dict[str, Any]] = []
     try:
         for q in workload.queries(args.split):
             k = SPAN_K if q.metric == EVIDENCE1000 else DOC_DEPTH * 3
@@ -75,6 +77,17 @@ def main() -> None:
             stats["kept_retries_delta"] += delta if kept else 0.0
             stats["planned"] += "sub_routes" in route
             stats["planned_delta"] += delta if "sub_routes" in route and not kept else 0.0
+            if "sub_routes" in route and not kept:
+                plan = route.get("plan", {})
+                planned.append(
+                    {
+                        "set": q.set,
+                        "query": q.text,
+                        "sub_queries": plan.get("sub_queries", []),
+                        "reason": plan.get("reasoning", ""),
+                        "delta": round(delta, 4),
+                    }
+                )
     finally:
         engine.close()
     out = {}
@@ -87,7 +100,10 @@ def main() -> None:
             **{key: round(stats[key], 3) for key in ("planned_delta", "kept_retries", "kept_retries_delta")},
             "stage1_other_choices": dict(stage1[name]),
         }
-    print(json.dumps({"split": args.split, "correct_below": args.correct_below, "sets": out}, indent=1))
+    report: dict[str, Any] = {"split": args.split, "correct_below": args.correct_below, "sets": out}
+    if args.list_planned:
+        report["planned_queries"] = planned
+    print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

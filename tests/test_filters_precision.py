@@ -8,6 +8,7 @@ as a runtime, "by the age of 14" as release_year = 14); the schemas and names he
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
@@ -156,3 +157,21 @@ def test_units_still_bind_to_their_own_fields(
         ("category", "eq", "Backpacks"),
         ("weight_kg", "lt", 0.9),
     }
+
+
+def _extract_seconds(extractor: FilterExtractor, query: str) -> float:
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        extractor.extract(query)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_extraction_time_grows_with_the_length_not_its_square(movie_extractor: FilterExtractor) -> None:
+    """A pasted text full of numbers: every number phrase once looked at every word and every other phrase,
+    so four times the text took twelve times as long (60,000 characters: 7 s)."""
+    sentence = "Dramas from 2010 rated above 7, at most 120 minutes long, with a Metascore of 45% before 1999. "
+    text = sentence * (40_000 // len(sentence) + 1)
+    short, long = _extract_seconds(movie_extractor, text[:10_000]), _extract_seconds(movie_extractor, text[:40_000])
+    assert long < 7 * short, (short, long)

@@ -28,7 +28,7 @@ from waypost.filters.catalog import FieldCatalog
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.model import And, Condition, Filter, Op, all_of
-from waypost.filters.numbers import bind, find_phrases
+from waypost.filters.numbers import NumberPhrase, bind, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
     DEFAULT_SYNONYMS,
@@ -170,13 +170,20 @@ class FilterExtractor:
     ) -> None:
         tokens = tokenize(query, {})
         phrases = find_phrases(query, free, self.today())
+        covered = np.zeros(len(query) + 1, dtype=np.int32)  # how many phrases cover each character
+        for p in phrases:
+            covered[p.start : p.end] += 1
         for phrase in phrases:
             if phrase.bare != bare:
                 continue
-            others = [(p.start, p.end) for p in phrases if p is not phrase]
 
-            def beside(a: int, b: int, others: list[tuple[int, int]] = others) -> bool:
-                return free(a, b) and not any(a < y and x < b for x, y in others)
+            def beside(a: int, b: int, phrase: NumberPhrase = phrase) -> bool:
+                """Free, and inside no other number phrase."""
+                if not free(a, b):
+                    return False
+                own = np.zeros(b - a, dtype=np.int32)
+                own[max(phrase.start, a) - a : max(0, min(phrase.end, b) - a)] = 1
+                return not (covered[a:b] > own).any()
 
             bound = bind(query, phrase, self.aliases, tokens, beside, self.today())
             if bound is None:

@@ -9,6 +9,7 @@ comparison or a year, to the only field whose values contain the number; a bare 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,14 +154,14 @@ def _prefix_op(text: str) -> tuple[Op | str | None, int]:
 def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> list[NumberPhrase]:
     """Every number phrase in the parts of ``query`` that ``free(start, end)`` allows."""
     found: list[NumberPhrase] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(query) + 1)  # characters a phrase already holds
 
     def ok(a: int, b: int) -> bool:
-        return free(a, b) and not any(a < y and x < b for x, y in taken)
+        return free(a, b) and not any(taken[a:b])
 
     def add(p: NumberPhrase) -> None:
         found.append(p)
-        taken.append((p.start, p.end))
+        taken[p.start : p.end] = b"\x01" * (p.end - p.start)
 
     year = today.year
     for m in _RELATIVE.finditer(query):
@@ -239,12 +240,16 @@ Free = Callable[[int, int], bool]
 
 def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -> list[tuple[Token, int]]:
     """Words naming the phrase's field: its own, up to four before and three after, within its clause."""
-    inside = [(t, 0) for t in tokens if phrase.start <= t.start and t.end <= phrase.end]
-    before = [t for t in tokens if t.end <= phrase.start][::-1]
-    after = [t for t in tokens if t.start >= phrase.end]
+    # tokens are sorted and do not overlap: bisect instead of scanning them all (a long query has many phrases)
+    first_after = bisect.bisect_left(tokens, phrase.end, key=lambda t: t.start)
+    first_inside = bisect.bisect_left(tokens, phrase.start, key=lambda t: t.start)
+    ends_before = bisect.bisect_right(tokens, phrase.start, key=lambda t: t.end)
+    inside = [(t, 0) for t in tokens[first_inside:first_after] if t.end <= phrase.end]
+    before = tokens[max(0, ends_before - 4) : ends_before][::-1]
+    after = tokens[first_after : first_after + 3]
     out = list(inside)
-    for side, limit, edge in ((before, 4, phrase.start), (after, 3, phrase.end)):
-        for dist, t in enumerate(side[:limit]):
+    for side, edge in ((before, phrase.start), (after, phrase.end)):
+        for dist, t in enumerate(side):
             gap = query[min(edge, t.end) : max(edge, t.start)]
             word = query[t.start : t.end].lower()
             if not free(t.start, t.end) or "," in gap or ";" in gap or word in _BOUNDARY:
