@@ -81,6 +81,19 @@ def fuse_hits(lists: Sequence[Sequence[HitRow]], k: int) -> list[HitRow]:
     return [first[key] for key in sorted(scores, key=lambda key: -scores[key])[:k]]
 
 
+def interleave_hits(lists: Sequence[Sequence[HitRow]], k: int) -> list[HitRow]:
+    """Round-robin over ranked hit lists, the first leading each round, each chunk span once
+    (``route.execute.interleave_results``, the planner's fusion of sub-queries)."""
+    seen: set[tuple[str, int, int]] = set()
+    out: list[HitRow] = []
+    for rank in range(max((len(h) for h in lists), default=0)):
+        for hits in lists:
+            if rank < len(hits) and len(out) < k and (key := hits[rank][:3]) not in seen:
+                seen.add(key)
+                out.append(hits[rank])
+    return out
+
+
 def retrieve_hits(engine: Engine, query: MixedQuery, pipeline: Pipeline) -> list[HitRow]:
     """The hits a metric reads: enough chunks for ``DOC_DEPTH`` distinct documents, or ``SPAN_K`` chunks."""
     col = engine.collection(query.collection)
