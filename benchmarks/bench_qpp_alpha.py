@@ -3,9 +3,10 @@
 For each query: the dense and BM25 top 100 (as ``hybrid`` takes them), then the weighted fusion at fixed
 dense weights, and at a per-query weight moved away from the default 0.4 by how much sharper one side's
 scores are than the other's (a sigmoid of the log ratio of a QPP measure, centred on the split's median
-ratio, slope ``b``). Prints each set's mean metric per fixed weight, the per-query best weight (the
-oracle of this family) and, per QPP measure and slope, the mean with the per-query weight. In-sample: a
-slope chosen here would be tuned on the split it is scored on, so read it on ``--split train`` only.
+ratio, slope ``b``; each per-query weight is scored at the nearest of the eight fixed weights). Prints each
+set's mean metric per fixed weight, the per-query best weight (the oracle of this family) and, per QPP
+measure and slope, the mean with the per-query weight. In-sample: a slope chosen here would be tuned on
+the split it is scored on, so read it on ``--split train`` only.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_qpp_alpha.py --set scifact --split train
 """

@@ -19,8 +19,10 @@ from waypost.evaluation.mixed_bench import (
     oracle_values,
     value_of,
 )
-from waypost.evaluation.outcomes import Outcome, OutcomeCache, outcome_table
+from waypost.evaluation.outcomes import HitRow, Outcome, OutcomeCache, interleave_hits, outcome_table
 from waypost.route.base import Pipeline
+from waypost.route.execute import interleave_results
+from waypost.types import Chunk, Explanation, Hit, Provenance, RetrievalResult
 
 VALUES = {  # query -> (set, hybrid, bm25, dense)
     "A/q1": ("A", 0.5, 0.8, 0.2),
@@ -152,3 +154,22 @@ def test_bench_mixed_runs_auto_end_to_end_by_default(tmp_path: Path, cli: Cli) -
     assert set(info["corrective"]["by_set"]) == {"islands", "recipes"}
     assert 0.0 <= info["corrective"]["retried_share"] <= 1.0
     assert "Retried" in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_interleaving_stored_hit_rows_matches_the_planner_s_interleaving() -> None:
+    """Offline scoring of a split question interleaves stored hits exactly as the router interleaves results."""
+    lists: list[list[HitRow]] = [
+        [("a", 0, 5, 5), ("b", 0, 5, 5), ("c", 0, 5, 5)],
+        [("b", 0, 5, 5), ("d", 0, 5, 5), ("a", 5, 9, 4), ("e", 0, 3, 3)],
+        [("d", 0, 5, 5), ("f", 0, 2, 2)],
+    ]
+
+    def result(rows: list[HitRow]) -> RetrievalResult:
+        hits = [Hit(Chunk(d, 0, "x", s, e, n), 1.0, "hybrid", Provenance("c", d, "test")) for d, s, e, n in rows]
+        return RetrievalResult(hits, Explanation("hybrid", "q", "q", None, None, {}))
+
+    for k in (1, 4, 10):
+        live = interleave_results("q", [result(rows) for rows in lists], k).hits
+        expected = [(h.document_id, h.chunk.start, h.chunk.end, h.chunk.token_count) for h in live]
+        assert interleave_hits(lists, k) == expected
+    assert interleave_hits(lists, 4) == [("a", 0, 5, 5), ("b", 0, 5, 5), ("d", 0, 5, 5), ("f", 0, 2, 2)]

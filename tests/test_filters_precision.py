@@ -159,19 +159,15 @@ def test_units_still_bind_to_their_own_fields(
     }
 
 
-def _extract_seconds(extractor: FilterExtractor, query: str) -> float:
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        extractor.extract(query)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 def test_extraction_time_grows_with_the_length_not_its_square(movie_extractor: FilterExtractor) -> None:
     """A pasted text full of numbers: every number phrase once looked at every word and every other phrase,
-    so four times the text took twelve times as long (60,000 characters: 7 s)."""
+    so four times the text took about thirteen times as long (60,000 characters: 7 s). Linear is four."""
     sentence = "Dramas from 2010 rated above 7, at most 120 minutes long, with a Metascore of 45% before 1999. "
     text = sentence * (40_000 // len(sentence) + 1)
-    short, long = _extract_seconds(movie_extractor, text[:10_000]), _extract_seconds(movie_extractor, text[:40_000])
-    assert long < 7 * short, (short, long)
+    best = {10_000: float("inf"), 40_000: float("inf")}
+    for _ in range(3):  # alternated, the fastest of each: a busy machine slows one round, not the ratio
+        for size in best:
+            started = time.perf_counter()
+            movie_extractor.extract(text[:size])
+            best[size] = min(best[size], time.perf_counter() - started)
+    assert best[40_000] < 9 * best[10_000], best

@@ -244,38 +244,6 @@ def test_a_plan_routes_each_sub_query_and_fuses(engine: Engine) -> None:
     assert single is not None and "sub_routes" not in single and not single.get("plan", {}).get("sub_queries")
 
 
-class Decides(Always):
-    """A fixed pipeline whose choice says whether a split question's sub-queries pay; counts its calls."""
-
-    def __init__(self, decompose: bool | None) -> None:
-        super().__init__(Pipeline.of("hybrid"))
-        self.decompose = decompose
-        self.asked: list[str] = []
-
-    def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
-        self.asked.append(query)
-        choice = super().select(query, features, candidates)
-        choice.decompose, choice.decompose_reason = self.decompose, "as trained"
-        return choice
-
-
-@pytest.mark.parametrize("decompose", [True, None, False])
-def test_sub_queries_run_only_where_the_choice_says_they_pay(engine: Engine, decompose: bool | None) -> None:
-    coll = engine.collection("c")
-    selector = Decides(decompose)
-    engine.use_router(Router(selector, planner=SplitOnAnd()))
-    query = "Where was Odile Brask born and where was Tomas Vell born"
-    result = coll.retrieve(query, "auto", 4)
-    route = result.explanation.route
-    assert route is not None and selector.asked[0] == query and selector.asked.count(query) == 1
-    if decompose is False:  # the question alone, once; the plan says why its parts were not run
-        assert selector.asked == [query] and "sub_routes" not in route
-        assert "not run: as trained" in route["plan"]["reasoning"] and "sub_queries" not in route["plan"]
-        assert ids(result) == ids(run_pipeline(coll, Pipeline.of("hybrid"), query, 4))
-    else:  # a measured gain, or no evidence either way: the parts run as before
-        assert len(selector.asked) == 3 and len(route["sub_routes"]) == 3 and result.explanation.strategy == "fuse"
-
-
 def test_a_new_selector_is_never_served_the_old_ones_cached_route(engine: Engine) -> None:
     coll = engine.collection("c")
     router = Router.from_engine(engine)

@@ -68,9 +68,6 @@ class FixedGains:
     def unfamiliar(self, features: Features) -> str | None:
         return None
 
-    def decomposition_pays(self, label: str) -> tuple[bool | None, str]:
-        return None, "decomposition never measured"
-
 
 # -- LLM ---------------------------------------------------------------------------------------------------
 def test_parse_good_and_messy_replies() -> None:

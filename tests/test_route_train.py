@@ -12,17 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.mixed_sets import write_set, write_sets
+from tests.mixed_sets import write_sets
 from waypost.base import Embedder
 from waypost.embeddings.factory import share_embedder, unshare_embedder
 from waypost.errors import WaypostError
-from waypost.evaluation.mixed import NDCG10, SetSpec, set_queries
-from waypost.evaluation.outcomes import interleave_hits
 from waypost.route.base import Pipeline
 from waypost.route.features import COLLECTION_FEATURES
 from waypost.route.fit import TrainingRows, fit_gain_model, shuffled
 from waypost.route.model import DEFAULT_PROFILE, FAMILIAR_WITHIN, GainModel, default_model
-from waypost.route.planner import RulePlanner
 from waypost.route.selectors.learned import LearnedSelector
 from waypost.route.train import pipeline_cost, train_command
 
@@ -212,33 +209,6 @@ def test_a_profile_of_the_first_format_still_loads(tmp_path: Path) -> None:
     assert old.predict({"kind": 1.0}) == model.predict({"kind": 1.0})
 
 
-def test_sub_queries_pay_only_where_training_measured_a_gain(tmp_path: Path) -> None:
-    model = fit_gain_model(synthetic_rows(), HYBRID, COSTS)
-    assert model.decomposition_pays("bm25")[0] is None  # never measured: the planner's parts run
-    model.decomposition = {"bm25": {"queries": 3, "gain": 0.02}, "dense": {"queries": 5, "gain": 0.0}}
-    model.decomposition["hybrid"] = {"queries": 4, "gain": -0.1}
-    assert model.decomposition_pays("bm25") == (True, "sub-queries changed bm25 by +0.0200 on 3 training questions")
-    assert model.decomposition_pays("dense")[0] is False  # no gain: not worth a retrieval per part
-    assert model.decomposition_pays("hybrid")[0] is False
-    pooled, why = model.decomposition_pays("raptor-collapsed")  # not measured itself: all pipelines pooled
-    assert pooled is False and why == "sub-queries changed all pipelines by -0.0283 on 12 training questions"
-    path = tmp_path / "profile.json"
-    model.to_json(path)
-    assert GainModel.load(path).decomposition == model.decomposition
-    raw = model.to_dict()
-    raw["decomposition"] = {"bm25": {"queries": 3}}
-    path.write_text(json.dumps(raw))
-    with pytest.raises(WaypostError, match="'decomposition' maps pipelines"):
-        GainModel.load(path)
-
-
-def test_interleaving_hit_rows_matches_the_router() -> None:
-    own = [("a", 0, 5, 5), ("b", 0, 5, 5), ("c", 0, 5, 5)]
-    part = [("b", 0, 5, 5), ("d", 0, 5, 5), ("a", 5, 9, 4)]
-    assert interleave_hits([own, part], 4) == [own[0], own[1], part[1], own[2]]
-    assert interleave_hits([own, part], 10) == [own[0], own[1], part[1], own[2], part[2]]
-
-
 def test_a_profile_that_is_not_one_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something else"}')
@@ -271,35 +241,6 @@ def test_router_train_on_two_invented_sets(tmp_path: Path, shared: Embedder) -> 
     assert GainModel.load(again).predict(feats) == model.predict(feats)
     rows = (tmp_path / "store" / "outcomes" / "outcomes.jsonl").read_text().splitlines()
     assert len(rows) == 3 * summary["queries"]
-
-
-PEOPLE = [
-    ("vell", "Ada Vell", "Ada Vell, a glassblower, was born in the harbour town of Merrow in 1901."),
-    ("rusk", "Bo Rusk", "Bo Rusk, a clockmaker, was born in Merrow and moved inland at twenty."),
-    ("tarn", "Cai Tarn", "Cai Tarn painted ships in the port of Ellis and never left the coast."),
-    ("odo", "Dara Odo", "Dara Odo wrote almanacs in the hill town of Fenwick."),
-]
-PEOPLE_QUESTIONS = [
-    ("Were Ada Vell and Bo Rusk born in the same town?", "vell"),
-    ("Did Cai Tarn and Dara Odo live by the sea?", "tarn"),
-    ("Which craft did Ada Vell and Cai Tarn share?", "vell"),
-    ("Were Bo Rusk and Dara Odo both makers?", "rusk"),
-    ("Where was Ada Vell born?", "vell"),
-    ("Who wrote almanacs?", "odo"),
-]
-
-
-def test_router_train_measures_what_sub_queries_change(tmp_path: Path, shared: Embedder) -> None:
-    """Each training question the rule planner splits is run with its parts and scored against the question
-    alone; the profile keeps the count and mean change per chosen pipeline."""
-    numbered = [(f"p{i}", text, doc) for i, (text, doc) in enumerate(PEOPLE_QUESTIONS * 3)]
-    data = write_set(tmp_path / "data" / "people", PEOPLE, numbered)
-    out = tmp_path / "profile.json"
-    train_command([data], tmp_path / "store", out, pipelines=["bm25"])
-    split = [q for q in set_queries(SetSpec("people", data, NDCG10), "train") if RulePlanner().plan(q.text).sub_queries]
-    measured = GainModel.load(out).decomposition
-    assert split and sum(r["queries"] for r in measured.values()) == len(split)
-    assert set(measured) <= {"hybrid", "bm25"} and all(-1.0 <= r["gain"] <= 1.0 for r in measured.values())
 
 
 def test_the_shipped_profile_loads() -> None:

@@ -239,8 +239,9 @@ Free = Callable[[int, int], bool]
 
 
 def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -> list[tuple[Token, int]]:
-    """Words naming the phrase's field: its own, up to four before and three after, within its clause."""
-    # tokens are sorted and do not overlap: bisect instead of scanning them all (a long query has many phrases)
+    """Words naming the phrase's field: its own, up to four before and three after, within its clause.
+    ``tokens`` are ``tokenize(query, {})``: in text order, their starts and ends both non-decreasing."""
+    # bisect instead of scanning every token: a long query has many phrases
     first_after = bisect.bisect_left(tokens, phrase.end, key=lambda t: t.start)
     first_inside = bisect.bisect_left(tokens, phrase.start, key=lambda t: t.start)
     ends_before = bisect.bisect_right(tokens, phrase.start, key=lambda t: t.end)

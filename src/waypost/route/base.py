@@ -135,8 +135,6 @@ class Choice:
     reasoning: str
     selector: str
     ranking: list[tuple[Pipeline, float]] = field(default_factory=list)
-    decompose: bool | None = None  # whether a split question's sub-queries pay here; None: no evidence
-    decompose_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,8 +210,6 @@ class GainPredictor(Protocol):
     def confidence(self, gains: Mapping[str, float]) -> float: ...  # calibrated, in [0, 1]
 
     def unfamiliar(self, features: Features) -> str | None: ...  # why the collection is unlike its training ones
-
-    def decomposition_pays(self, label: str) -> tuple[bool | None, str]: ...  # sub-queries help this pipeline?
 
 
 @dataclass

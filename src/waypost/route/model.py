@@ -141,9 +141,6 @@ class GainModel:
     prior: Forest | None = None  # gains expected from the collection's features alone
     shrink: float = 1.0  # weight of ``forest`` (the query's features) added to the prior
     familiar: dict[str, dict[str, float]] = field(default_factory=dict)  # trained collection -> its features
-    # pipeline label -> {"queries": n, "gain": mean}: what running a split question's sub-queries beside it
-    # changed on the training split (``route.train.decomposition_gains``); empty: never measured
-    decomposition: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def others(self) -> list[Pipeline]:
@@ -160,21 +157,6 @@ class GainModel:
         out = {self.default.label: 0.0}
         out.update({p.label: float(g) for p, g in zip(self.others, gains, strict=True)})
         return out
-
-    def decomposition_pays(self, label: str) -> tuple[bool | None, str]:
-        """Whether running a split question's sub-queries beside it raised ``label``'s score on the training
-        split (the label's own questions, else all of them pooled), and why. ``None``: never measured. A
-        gain of zero does not pay: the sub-queries cost a retrieval each."""
-        if not self.decomposition:
-            return None, "decomposition never measured"
-        own = self.decomposition.get(label)
-        rows = [own] if own else list(self.decomposition.values())
-        n = sum(r["queries"] for r in rows)
-        if n <= 0:
-            return None, "decomposition never measured"
-        gain = sum(r["gain"] * r["queries"] for r in rows) / n
-        where = label if own else "all pipelines"
-        return gain > 0, f"sub-queries changed {where} by {gain:+.4f} on {int(n)} training questions"
 
     def unfamiliar(self, features: Features) -> str | None:
         """Why the query's collection is unlike every collection the profile was trained on; None when it is
@@ -278,7 +260,6 @@ class GainModel:
             "shrink": self.shrink,
             "familiar": self.familiar,
             "prior": None if self.prior is None else self.prior.to_dict(),
-            "decomposition": self.decomposition,
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -303,13 +284,6 @@ class GainModel:
             raise WaypostError("a router profile's 'familiar' maps collections to their features") from None
         if any(not features for features in familiar.values()):  # an empty entry would match every collection
             raise WaypostError("a router profile's 'familiar' entry names no collection feature this version reads")
-        try:
-            decomposition = {
-                str(label): {"queries": float(r["queries"]), "gain": float(r["gain"])}
-                for label, r in (raw.get("decomposition") or {}).items()
-            }
-        except (AttributeError, KeyError, TypeError, ValueError):
-            raise WaypostError("a router profile's 'decomposition' maps pipelines to queries and gain") from None
         xs, ys = raw["calibration"]
         return cls(
             list(raw["feature_names"]),
@@ -324,7 +298,6 @@ class GainModel:
             None if prior is None else Forest.from_dict(prior),
             float(raw.get("shrink", 1.0)),
             familiar,
-            decomposition,
         )
 
     @classmethod

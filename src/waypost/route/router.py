@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -223,19 +223,7 @@ class Router:
                 return cached
         plan = self.planner.plan(query) if self.planner is not None else None
         if plan is not None and (plan.sub_queries or plan.must_include or plan.must_exclude):
-            depth = k * 3 if plan.must_include or plan.must_exclude else k  # text post-filters drop some hits
-            first = None
-            if plan.sub_queries:  # the question's own route says whether its sub-queries pay
-                first = self.route_one(collection, query, depth, filters, fusion, passages, rerank)
-                decide = first.explanation.route or {}
-                if decide.get("decompose") is False:
-                    why = f"sub-queries {plan.sub_queries} not run: {decide.get('decompose_reason', '')}"
-                    plan = replace(plan, sub_queries=[], reasoning="; ".join(filter(None, [plan.reasoning, why])))
-            if first is not None and not (plan.sub_queries or plan.must_include or plan.must_exclude):
-                first.explanation.route = {**decide, "plan": plan.to_dict()}
-                self._finish(collection, key, first, started, len(query))
-                return first
-            result = self._run_plan(plan, collection, depth, k, filters, fusion, passages, rerank, first)
+            result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
             self._finish(collection, key, result, started, len(query))
             return result
         result = self.route_one(collection, query, k, filters, fusion, passages, rerank, alternatives)
@@ -308,23 +296,19 @@ class Router:
         self,
         plan: Any,
         collection: Collection,
-        depth: int,
         k: int,
         filters: Filter | None,
         fusion: FusionConfig | None,
         passages: Any,
         rerank: str | None,
-        first: RetrievalResult | None = None,
     ) -> RetrievalResult:
-        """Each query of the plan routed on its own at ``depth``; fused (by the planner's runner when given).
-        ``first``: the question's own result, already routed."""
+        """Each query of the plan routed on its own; fused (by the planner's runner when given)."""
         routes: list[dict[str, Any]] = []
 
+        depth = k * 3 if plan.must_include or plan.must_exclude else k  # text post-filters drop some hits
+
         def run(text: str) -> RetrievalResult:
-            if first is not None and text == plan.query:
-                one = first
-            else:
-                one = self.route_one(collection, text, depth, filters, fusion, passages, rerank)
+            one = self.route_one(collection, text, depth, filters, fusion, passages, rerank)
             routes.append({"query": text, **(one.explanation.route or {})})
             return one
 
@@ -333,8 +317,8 @@ class Router:
         else:
             queries = list(dict.fromkeys([plan.query, *plan.sub_queries]))
             result = interleave_results(plan.query, [run(q) for q in queries], k)
-        own = next((r for r in routes if r.get("query") == plan.query), routes[0] if routes else {})
-        route = {key: value for key, value in own.items() if key != "query"}
+        first = next((r for r in routes if r.get("query") == plan.query), routes[0] if routes else {})
+        route = {key: value for key, value in first.items() if key != "query"}
         route["plan"] = plan.to_dict()
         route["sub_routes"] = [{"query": r["query"], "label": r.get("label")} for r in routes]
         for sub, r in zip(route["sub_routes"], routes, strict=True):
@@ -396,11 +380,7 @@ def route_dict(
     reused_first_stage: bool,
 ) -> dict[str, Any]:
     """What ``--explain`` prints and telemetry records about one routed query."""
-    decompose: dict[str, Any] = {}
-    if choice.decompose is not None:  # the selector knows whether a split question's sub-queries pay here
-        decompose = {"decompose": choice.decompose, "decompose_reason": choice.decompose_reason}
     return {
-        **decompose,
         "collection": collection,
         "pipeline": choice.pipeline.to_dict(),
         "pipeline_json": choice.pipeline.to_json(),

@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +17,10 @@ import numpy as np
 from waypost.engine import Engine
 from waypost.errors import WaypostError
 from waypost.evaluation.mixed import MixedQuery, Workload
-from waypost.evaluation.outcomes import (
-    Outcome,
-    fuse_hits,
-    interleave_hits,
-    outcome_table,
-    retrieve_hits,
-    run_outcomes,
-    score,
-)
+from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
-from waypost.route.base import Features, Pipeline, Planner
+from waypost.route.base import Features, Pipeline
 from waypost.route.candidates import default_pool, pipeline_cost
 from waypost.route.fit import SEED, TrainingRows, fit_gain_model, shuffled
 from waypost.route.model import GainModel
@@ -182,53 +174,9 @@ def train(
     t0 = time.perf_counter()
     model = fit_rows(rows, queries, outcomes)
     seconds["fit"] = round(time.perf_counter() - t0, 1)
-    t0 = time.perf_counter()
-    model.decomposition = decomposition_gains(engine, model, queries, outcomes, features, feature_fn)
-    seconds["decomposition"] = round(time.perf_counter() - t0, 1)
     model.info["sets_trained"] = [s.name for s in workload.sets]
     model.info["seconds"] = seconds
     return Trained(model, rows, queries, outcomes, features, seconds)
-
-
-def decomposition_gains(
-    engine: Engine,
-    model: GainModel,
-    queries: Sequence[MixedQuery],
-    outcomes: Sequence[Outcome],
-    features: dict[str, Features],
-    feature_fn: FeatureFn,
-    planner: Planner | None = None,
-) -> dict[str, dict[str, float]]:
-    """What splitting changed on the training split, per pipeline the model chooses for a question: for each
-    question the planner splits, each sub-query is routed by the model and run; those hits are interleaved
-    with the question's own (the question leading each round, as the router does) and scored against the
-    question's own hits alone. Returns label -> {"queries": n, "gain": mean change in the set's metric}."""
-    from waypost.route.planner import RulePlanner
-    from waypost.route.selectors.learned import LearnedSelector
-
-    planner = planner or RulePlanner()
-    selector = LearnedSelector(model)
-    table = outcome_table(outcomes)
-    changes: dict[str, list[float]] = {}
-    for q in queries:
-        row = table.get(q.id)
-        plan = planner.plan(q.text)
-        if not row or not plan.sub_queries or q.id not in features:
-            continue
-        runnable = [p for p in model.pipelines if p.label in row]
-        choice = selector.select(q.text, features[q.id], runnable)
-        label = choice.pipeline.label
-        if label not in row:  # a fusion of two pipelines: no stored hits to start from
-            continue
-        own = row[label].hits
-        subs = []
-        for text in plan.sub_queries:
-            sub = replace(q, text=text)
-            sub_choice = selector.select(text, feature_fn(engine, sub)[0], runnable)
-            subs.append(retrieve_hits(engine, sub, sub_choice.pipeline))
-        mixed = interleave_hits([own, *subs], len(own))
-        changes.setdefault(label, []).append(score(q, mixed) - score(q, own))
-    return {label: {"queries": len(v), "gain": round(float(np.mean(v)), 6)} for label, v in sorted(changes.items())}
 
 
 def shuffled_control(trained: Trained, seed: int = SEED) -> GainModel:

@@ -1,8 +1,7 @@
 """The learned selector: a trained gain model (``route.base.GainPredictor``, a JSON profile) predicts each
 pipeline's gain over the default; the best runnable one wins, near-ties going to the cheaper; below the
-model's confidence threshold its low-confidence policy applies (the default, or the top two fused). The
-choice says whether a split question's sub-queries paid for that pipeline in training. On a collection
-unlike every one the profile was trained on, the heuristic rules choose instead."""
+model's confidence threshold its low-confidence policy applies (the default, or the top two fused). On a
+collection unlike every one the profile was trained on, the heuristic rules choose instead."""
 
 from __future__ import annotations
 
@@ -27,11 +26,6 @@ class LearnedSelector:
         why = self.model.unfamiliar(features)
         if why is not None:  # the profile never saw a collection like this one: it does not extrapolate
             return heuristic_instead(self.name, why, query, features, candidates)
-        choice = self._choose(features, candidates)
-        choice.decompose, choice.decompose_reason = self.model.decomposition_pays(choice.pipeline.label)
-        return choice
-
-    def _choose(self, features: Features, candidates: Sequence[Pipeline]) -> Choice:
         predicted = self.model.predict(features)
         default_label = self.model.default.label
         gains = {p: predicted.get(p.label, 0.0 if p.label == default_label else None) for p in candidates}
