@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
+from waypost.adapters.source import filter_obj
 from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.splits import query_split
 from waypost.filters.model import Condition, Filter, Op
@@ -50,6 +50,8 @@ from waypost.route.collections import (
     EmbeddingCollectionSelector,
     restrict_by_fields,
 )
+from waypost.route.collections_fit import fit_logit as fit
+from waypost.route.collections_fit import top_choice as predict
 
 SETS = ["scifact", "hotpotqa-100", "netflix", "qmsum", "xquad-th", "fiction-multihop"]
 DATA = {name: Path("/work/shared/data") / name for name in SETS}
@@ -92,6 +94,19 @@ def load_queries(sets: list[str]) -> list[Query]:
     return out
 
 
+def write_labelled(queries: list[Query], folder: Path) -> None:
+    """Each split's queries as labelled JSONL: the query, its set's collection and its filter."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "test"):
+        with (folder / f"{split}.jsonl").open("w", encoding="utf-8") as fh:
+            for q in queries:
+                if q.split == split:
+                    row: dict[str, Any] = {"query": q.text, "collection": q.set}
+                    if q.filters is not None:
+                        row["filters"] = filter_obj(q.filters)
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 def copy_store(source: Path, target: Path) -> None:
     """A consistent copy: the SQLite backup API from a read-only connection, then the index folder."""
     if (target / "store.sqlite").exists():
@@ -126,27 +141,6 @@ def allowed_mask(engine: Engine, queries: list[Query], names: list[str]) -> np.n
         allowed, _why = restrict_by_fields(engine, names, q.filters)
         mask[i] = [n in allowed for n in names]
     return mask
-
-
-def fit(x: np.ndarray, mask: np.ndarray, gold: np.ndarray, l2: float = 1e-3) -> np.ndarray:
-    """Weights of a conditional logit (softmax over the allowed collections), by maximum likelihood."""
-
-    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        logits = np.where(mask, x @ w, -1e9)
-        logits -= logits.max(axis=1, keepdims=True)
-        p = np.exp(logits)
-        p /= p.sum(axis=1, keepdims=True)
-        n = len(gold)
-        nll = -np.log(p[np.arange(n), gold] + 1e-12).mean() + l2 * float(w @ w)
-        expected = (p[:, :, None] * x).sum(axis=1)
-        grad = (expected - x[np.arange(n), gold]).mean(axis=0) + 2 * l2 * w
-        return float(nll), grad
-
-    return np.asarray(minimize(loss, np.ones(x.shape[2]), jac=True, method="L-BFGS-B").x)
-
-
-def predict(x: np.ndarray, mask: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return np.asarray(np.where(mask, x @ w, -1e9).argmax(axis=1))
 
 
 def evaluate(
@@ -187,7 +181,15 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="at most this many queries per set and split (0: all)")
     ap.add_argument("--save", type=Path, help="write the learned selector's JSON profile here")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--write-labelled",
+        type=Path,
+        help="write the queries as DIR/train.jsonl and DIR/test.jsonl (`waypost router collections` input) and stop",
+    )
     args = ap.parse_args()
+    if args.write_labelled is not None:
+        write_labelled(load_queries([n for n in SETS if (DATA[n] / "queries.jsonl").exists()]), args.write_labelled)
+        return 0
 
     copy_store(args.store, args.copy_to)
     engine = Engine(args.copy_to, EngineConfig(background_index_work=False))

@@ -65,6 +65,20 @@ ModelOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+CollectionsProfileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--collections-profile",
+        help="With --collection auto: choose collections with this profile from `waypost router collections`.",
+    ),
+]
+
+
+def collection_selector(profile: Path | None) -> str:
+    """``EngineConfig.collection_selector`` for ``--collections-profile`` (the embedding selector without one)."""
+    return "embedding" if profile is None else f"learned:{profile}"
+
+
 LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 DEFAULT_STORE = Path(".waypost")
 StrategyOpt = Annotated[str, typer.Option(help=f"auto (the router chooses) or one of: {', '.join(STRATEGIES)}.")]

@@ -13,6 +13,7 @@ from waypost.cli.app import app, console
 from waypost.cli.common import (
     DEFAULT_STORE,
     AlphaOpt,
+    CollectionsProfileOpt,
     CollOpt,
     FusionOpt,
     JsonOpt,
@@ -34,6 +35,7 @@ from waypost.cli.common import (
     _filters,
     _open_engine,
     _passages,
+    collection_selector,
 )
 from waypost.engine import DEFAULT_COLLECTION, EngineConfig
 from waypost.post.passages import PassageConfig
@@ -151,6 +153,7 @@ def query(
             "--router-selector", help="How auto chooses: learned (default), heuristic, embedding, llm, round-robin."
         ),
     ] = "learned",
+    collections_profile: CollectionsProfileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query (`--collection auto`: the engine chooses the collections)."""
@@ -159,6 +162,7 @@ def query(
         fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
         llm=llm,
         llm_filters=llm_filters,
+        collection_selector=collection_selector(collections_profile),
     )
     config.router = RouterConfig(selector=router_selector, profile=router_profile)
     config.router.check()
@@ -220,11 +224,14 @@ def ask(
     passages: PassagesOpt = None,
     passage_tokens: PassageTokensOpt = PassageConfig.tokens,
     rerank: RerankOpt = None,
+    collections_profile: CollectionsProfileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the documents, with numbered citations to exact spans."""
     params = split_assignments(param)
-    config = EngineConfig(embed_model=model, llm=llm, llm_timeout=timeout)
+    config = EngineConfig(
+        embed_model=model, llm=llm, llm_timeout=timeout, collection_selector=collection_selector(collections_profile)
+    )
     passage_config = _passages(passages, passage_tokens, PassageConfig.keep, PassageConfig.window)
     with _open_engine(_existing(store), config) as engine:
         if collection == AUTO:  # stage 1: the answer comes from the collection the engine chooses

@@ -2,9 +2,48 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from waypost.cli.app import app
+from waypost.cli.app import app, console
+from waypost.cli.common import DEFAULT_STORE, StoreOpt, _existing, _open_engine
 
 router_app = typer.Typer(no_args_is_help=True, help="The router behind --strategy auto.")
 app.add_typer(router_app, name="router")
+
+
+@router_app.command("collections")
+def router_collections(
+    queries: Annotated[
+        Path,
+        typer.Argument(help='JSONL of labelled queries: {"query": "...", "collection": "NAME"} per line.'),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where the collection selector's JSON profile goes.")],
+    store: StoreOpt = DEFAULT_STORE,
+    exemplars: Annotated[
+        bool, typer.Option("--exemplars/--no-exemplars", help="Keep the queries as exemplars of their collection.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Fit stage 1 (which collection answers a query) on labelled queries and write its profile; use it
+    with `--collection auto --collections-profile PATH`."""
+    from waypost.engine import EngineConfig
+    from waypost.route.collections_fit import fit_collections, read_labelled
+
+    labelled = read_labelled(queries)
+    with _open_engine(_existing(store), EngineConfig(background_index_work=False)) as engine:
+        fitted = fit_collections(engine, labelled, exemplars=exemplars, show_progress=not as_json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(fitted.selector.to_json(), encoding="utf-8")
+    summary = {"profile": str(out), **fitted.summary()}
+    if as_json:
+        print(json.dumps(summary))
+        return
+    console.print(f"collection profile written to [bold]{out}[/]")
+    cv = "n/a (too few queries)" if fitted.cv_accuracy is None else f"{fitted.cv_accuracy:.4f}"
+    console.print(f"  {fitted.queries} queries; accuracy {fitted.train_accuracy:.4f} on them, {cv} cross-validated")
+    for name, row in sorted(fitted.per_collection.items()):
+        console.print(f"  {name}: {row['accuracy']:.4f} of {int(row['queries'])}")
