@@ -18,7 +18,8 @@ from waypost.engine import Engine, EngineConfig
 from waypost.filters.model import Condition, Op
 from waypost.index import dense as dense_module
 from waypost.index.dense import QueryScores
-from waypost.index.set import IndexSet, LiveIndex, MergePolicy
+from waypost.index.live import LiveIndex
+from waypost.index.set import IndexSet, MergePolicy
 from waypost.index.topk import top_k
 from waypost.post.passages import relevance
 from waypost.retrieval.dense import DenseRetriever
@@ -347,11 +348,11 @@ class _Gate:
 def test_a_large_rebuild_answers_exactly_first_and_gets_its_graphs_in_the_background(
     store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from waypost.index import set as set_module
+    from waypost.index import live as live_module
 
-    monkeypatch.setattr(set_module, "GRAPHS_LATER_FROM", 2_000)  # this 3,000-chunk collection counts as large
-    gate = _Gate(set_module.build_graphs)
-    monkeypatch.setattr(set_module, "build_graphs", gate)
+    monkeypatch.setattr(live_module, "GRAPHS_LATER_FROM", 2_000)  # this 3,000-chunk collection counts as large
+    gate = _Gate(live_module.build_graphs)
+    monkeypatch.setattr(live_module, "build_graphs", gate)
     live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
     try:
         first = live.get()
@@ -386,12 +387,12 @@ def test_closing_stops_a_background_graph_build_and_the_next_load_builds_them_la
     store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from waypost.index import dense
-    from waypost.index import set as set_module
+    from waypost.index import live as live_module
 
-    monkeypatch.setattr(set_module, "GRAPHS_LATER_FROM", 2_000)
+    monkeypatch.setattr(live_module, "GRAPHS_LATER_FROM", 2_000)
     monkeypatch.setattr(dense, "ADD_BATCH", 100)  # the build looks at its stop signal every 100 rows
-    gate = _Gate(set_module.build_graphs)
-    monkeypatch.setattr(set_module, "build_graphs", gate)
+    gate = _Gate(live_module.build_graphs)
+    monkeypatch.setattr(live_module, "build_graphs", gate)
     live = LiveIndex(store, "c", tmp_path / "idx", policy=NEVER, background=True, exact_below=THRESHOLD)
     closing = threading.Thread(target=live.close)  # stops the build at its next batch, saves without graphs
     live.get()

@@ -14,8 +14,9 @@ from tests.conformance.store_suite import DIM, item
 from waypost.base import IngestItem
 from waypost.errors import FilterError
 from waypost.filters.model import Condition, Op
+from waypost.index.live import LiveIndex
 from waypost.index.segment import Segment
-from waypost.index.set import IndexSet, LiveIndex, MergePolicy
+from waypost.index.set import IndexSet, MergePolicy
 from waypost.store.sqlite import SQLiteStore
 
 NEVER = MergePolicy(max_small_segments=100, main_merge_rows=10**9, dead_ratio=10.0)

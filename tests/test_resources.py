@@ -26,7 +26,8 @@ from waypost.errors import WaypostError
 from waypost.graph.live import LiveGraph
 from waypost.hierarchy.live import LiveTree
 from waypost.index.dense import DenseIndex
-from waypost.index.set import KEPT_ERRORS, LiveIndex, MergePolicy
+from waypost.index.live import KEPT_ERRORS, LiveIndex
+from waypost.index.set import MergePolicy
 from waypost.llm.accounting import KEPT_FALLBACKS, QueryMetadata
 from waypost.llm.base import GenerationParams
 from waypost.llm.cache import CachedLLM

@@ -22,8 +22,9 @@ from waypost.graph.model import Extractor
 from waypost.hierarchy.live import TreeCache
 from waypost.hierarchy.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from waypost.hierarchy.tree import TreeConfig
+from waypost.index.cache import IndexCache
 from waypost.index.dense import EXACT_DENSE_BELOW
-from waypost.index.set import IndexCache, MergePolicy
+from waypost.index.set import MergePolicy
 from waypost.llm.accounting import PriceTable
 from waypost.llm.base import LLMProvider
 from waypost.lru import DEFAULT_OPEN_COLLECTIONS
