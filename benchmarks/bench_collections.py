@@ -48,8 +48,8 @@ from waypost.route.collections import (
     FUSE_RATIO,
     SIGNALS,
     EmbeddingCollectionSelector,
-    restrict_by_fields,
 )
+from waypost.route.collections_fit import allowed_mask, signal_tensor
 from waypost.route.collections_fit import fit_logit as fit
 from waypost.route.collections_fit import top_choice as predict
 
@@ -121,28 +121,6 @@ def copy_store(source: Path, target: Path) -> None:
         shutil.copytree(source / "indexes", target / "indexes", dirs_exist_ok=True)
 
 
-def signal_tensor(
-    selector: EmbeddingCollectionSelector,
-    queries: list[Query],
-    names: list[str],
-    vectors: dict[str, np.ndarray],
-    skip_identical: bool = False,
-) -> np.ndarray:
-    rows = []
-    for q in queries:
-        sig = selector.signals(q.text, names, {MODEL: vectors[q.text]}, skip_identical)
-        rows.append([[sig[n][s] for s in SIGNALS] for n in names])
-    return np.asarray(rows, dtype=np.float64)  # queries x collections x signals
-
-
-def allowed_mask(engine: Engine, queries: list[Query], names: list[str]) -> np.ndarray:
-    mask = np.ones((len(queries), len(names)), dtype=bool)
-    for i, q in enumerate(queries):
-        allowed, _why = restrict_by_fields(engine, names, q.filters)
-        mask[i] = [n in allowed for n in names]
-    return mask
-
-
 def evaluate(
     x: np.ndarray, mask: np.ndarray, w: np.ndarray, queries: list[Query], names: list[str], gold: np.ndarray
 ) -> dict[str, Any]:
@@ -184,7 +162,7 @@ def main() -> int:
     ap.add_argument(
         "--write-labelled",
         type=Path,
-        help="write the queries as DIR/train.jsonl and DIR/test.jsonl (`waypost router collections` input) and stop",
+        help="write the queries as DIR/train.jsonl and DIR/test.jsonl (`waypost router train-collections` input) and stop",
     )
     args = ap.parse_args()
     if args.write_labelled is not None:
@@ -229,8 +207,9 @@ def main() -> int:
         selector.profile(name)  # profiles are made once per version; not part of a query's latency
         selector.exemplar_vectors(name)
 
-    x_train = signal_tensor(selector, train, names, vectors, skip_identical=True)
-    x_test = signal_tensor(selector, test, names, vectors)
+    by_model = {text: {MODEL: vector} for text, vector in vectors.items()}
+    x_train = signal_tensor(selector, train, names, by_model, skip_identical=True)
+    x_test = signal_tensor(selector, test, names, by_model, skip_identical=False)
     mask_train, mask_test = allowed_mask(engine, train, names), allowed_mask(engine, test, names)
     gold_train = np.array([names.index(q.set) for q in train])
     gold_test = np.array([names.index(q.set) for q in test])

@@ -40,6 +40,7 @@ def summary(changes: list[tuple[float, float]]) -> dict[str, Any]:
         "questions": len(changes),
         "with_headroom": len(room),
         "mean_change_with_headroom": round(sum(room) / len(room), 4) if room else None,
+        "mean_change": round(sum(delta for _alone, delta in changes) / len(changes), 4) if changes else None,
         "gains": sum(d > 0 for d in room),
         "losses": sum(d < 0 for d in room),
         "summed_change": round(sum(delta for _alone, delta in changes), 4),

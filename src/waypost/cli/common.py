@@ -69,7 +69,7 @@ CollectionsProfileOpt = Annotated[
     Path | None,
     typer.Option(
         "--collections-profile",
-        help="With --collection auto: choose collections with this profile from `waypost router collections`.",
+        help="With --collection auto: choose collections with this profile (`waypost router train-collections`).",
     ),
 ]
 

@@ -157,6 +157,8 @@ def query(
     as_json: JsonOpt = False,
 ) -> None:
     """Retrieve the best chunks for a query (`--collection auto`: the engine chooses the collections)."""
+    if collections_profile is not None and collection != AUTO:
+        _fail("--collections-profile chooses collections: it needs --collection auto")
     config = EngineConfig(
         embed_model=model,
         fusion=FusionConfig(method=fusion, alpha=alpha, reference_weight=references),
@@ -228,6 +230,8 @@ def ask(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the documents, with numbered citations to exact spans."""
+    if collections_profile is not None and collection != AUTO:
+        _fail("--collections-profile chooses collections: it needs --collection auto")
     params = split_assignments(param)
     config = EngineConfig(
         embed_model=model, llm=llm, llm_timeout=timeout, collection_selector=collection_selector(collections_profile)

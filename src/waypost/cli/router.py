@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -15,8 +16,8 @@ router_app = typer.Typer(no_args_is_help=True, help="The router behind --strateg
 app.add_typer(router_app, name="router")
 
 
-@router_app.command("collections")
-def router_collections(
+@router_app.command("train-collections")
+def router_train_collections(
     queries: Annotated[
         Path,
         typer.Argument(help='JSONL of labelled queries: {"query": "...", "collection": "NAME"} per line.'),
@@ -31,12 +32,15 @@ def router_collections(
     """Fit stage 1 (which collection answers a query) on labelled queries and write its profile; use it
     with `--collection auto --collections-profile PATH`."""
     from waypost.engine import EngineConfig
+    from waypost.errors import WaypostError
     from waypost.route.collections_fit import fit_collections, read_labelled
 
     labelled = read_labelled(queries)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.is_dir() or not os.access(out.parent, os.W_OK):
+        raise WaypostError(f"cannot write the profile to {out}")
     with _open_engine(_existing(store), EngineConfig(background_index_work=False)) as engine:
         fitted = fit_collections(engine, labelled, exemplars=exemplars, show_progress=not as_json)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(fitted.selector.to_json(), encoding="utf-8")
     summary = {"profile": str(out), **fitted.summary()}
     if as_json:
@@ -47,3 +51,5 @@ def router_collections(
     console.print(f"  {fitted.queries} queries; accuracy {fitted.train_accuracy:.4f} on them, {cv} cross-validated")
     for name, row in sorted(fitted.per_collection.items()):
         console.print(f"  {name}: {row['accuracy']:.4f} of {int(row['queries'])}")
+    if fitted.unlabelled:
+        console.print(f"  [yellow]no labelled query for {', '.join(fitted.unlabelled)}: chosen on signals alone[/]")

@@ -1,4 +1,4 @@
-"""Fitting stage 1 (which collection answers a query) on labelled queries: ``waypost router collections``.
+"""Fitting stage 1 (which collection answers a query) on labelled queries: ``waypost router train-collections``.
 
 Each labelled query names the collection that answers it. The selector's signal weights are fitted by a
 conditional logit (a softmax over the collections the query's filters allow, by maximum likelihood) and
@@ -45,6 +45,8 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise WaypostError(f"cannot read labelled queries {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -121,6 +123,7 @@ class CollectionFit:
     train_accuracy: float
     cv_accuracy: float | None  # weights fitted without the fold (None: too few queries to fold)
     per_collection: dict[str, dict[str, float]] = field(default_factory=dict)
+    unlabelled: list[str] = field(default_factory=list)  # collections no query names: chosen on signals alone
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -129,6 +132,7 @@ class CollectionFit:
             "train_accuracy": self.train_accuracy,
             "cv_accuracy": self.cv_accuracy,
             "per_collection": self.per_collection,
+            "unlabelled": self.unlabelled,
             "weights": self.selector.weights,
         }
 
@@ -150,17 +154,21 @@ def fit_collections(
         )
     if len(names) < 2:
         raise InvalidInputError("choosing a collection needs at least two collections with chunks")
+    labels: dict[str, str] = {}
+    for q in queries:
+        if labels.setdefault(q.text, q.collection) != q.collection:
+            raise InvalidInputError(f"{q.text!r} is labelled both {labels[q.text]!r} and {q.collection!r}")
+    mask = allowed_mask(engine, queries, names)  # checked before the long part
+    gold = np.asarray([names.index(q.collection) for q in queries], dtype=np.int64)
+    if not mask[np.arange(len(gold)), gold].all():
+        bad = next(q for i, q in enumerate(queries) if not mask[i, gold[i]])
+        raise InvalidInputError(f"the filters of {bad.text!r} rule out its own collection {bad.collection!r}")
     groups: dict[str, list[str]] = {}
     for q in queries:
         groups.setdefault(q.collection, []).append(q.text)
     selector = EmbeddingCollectionSelector(engine, exemplars=groups if exemplars else None)
     vectors = _query_vectors(engine, queries, names, show_progress)
     x = signal_tensor(selector, queries, names, vectors, True, show_progress)
-    mask = allowed_mask(engine, queries, names)
-    gold = np.asarray([names.index(q.collection) for q in queries], dtype=np.int64)
-    if not mask[np.arange(len(gold)), gold].all():
-        bad = next(q for i, q in enumerate(queries) if not mask[i, gold[i]])
-        raise InvalidInputError(f"the filters of {bad.text!r} rule out its own collection {bad.collection!r}")
     used = [i for i, s in enumerate(SIGNALS) if exemplars or s != "exemplar"]
     w = np.zeros(len(SIGNALS))
     w[used] = fit_logit(x[:, :, used], mask, gold)
@@ -175,8 +183,9 @@ def fit_collections(
         selector,
         len(queries),
         round(float(np.mean(chosen == gold)), 4),
-        _cross_validated(x[:, :, used], mask, gold, folds),
+        cross_validated_accuracy(x[:, :, used], mask, gold, folds),
         per,
+        [n for n in names if n not in per],
     )
 
 
@@ -193,7 +202,12 @@ def _query_vectors(
     return out
 
 
-def _cross_validated(x: Array, mask: npt.NDArray[np.bool_], gold: npt.NDArray[np.int64], folds: int) -> float | None:
+def cross_validated_accuracy(
+    x: Array, mask: npt.NDArray[np.bool_], gold: npt.NDArray[np.int64], folds: int = FOLDS
+) -> float | None:
+    """Top-1 accuracy with the weights fitted without each fold (None below two queries per fold). The
+    signals are computed once: a held-out query stays an exemplar of its collection for the other folds'
+    queries, so with exemplars the figure leans slightly optimistic."""
     n = len(gold)
     if n < 2 * folds:
         return None

@@ -28,7 +28,7 @@ OTHER_COLLECTION_BELOW = 0.6  # a single-collection choice less sure than this l
 
 def make_collection_selector(engine: Engine, kind: str = "embedding") -> CollectionSelector:
     """``embedding`` (no LLM), ``learned:PATH`` (a JSON profile with exemplar queries, fitted weights and a
-    ``fuse_ratio``, as ``waypost router collections`` writes; each optional), or ``llm`` (the engine's LLM,
+    ``fuse_ratio``, as ``waypost router train-collections`` writes; each optional), or ``llm`` (the engine's LLM,
     falling back to embeddings)."""
     embedding = EmbeddingCollectionSelector(engine)
     if kind == "embedding":
