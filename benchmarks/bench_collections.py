@@ -162,7 +162,8 @@ def main() -> int:
     ap.add_argument(
         "--write-labelled",
         type=Path,
-        help="write the queries as DIR/train.jsonl and DIR/test.jsonl (`waypost router train-collections` input) and stop",
+        help="write the queries as DIR/train.jsonl and DIR/test.jsonl (input of `waypost router train-collections`) "
+        "and stop",
     )
     args = ap.parse_args()
     if args.write_labelled is not None:
