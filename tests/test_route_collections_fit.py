@@ -81,7 +81,12 @@ def test_the_command_fits_stage_one_and_query_uses_its_profile(store: Path, tmp_
     run = cli("router", "train-collections", labelled(tmp_path / "q.jsonl"), "--store", store, "--out", out, "--json")
     assert run.exit_code == 0, run.stderr
     summary = json.loads(run.stdout)
-    assert summary["queries"] == 16 and summary["collections"] == ["sales", "support"]
+    assert summary["queries"] == 16 and summary["collections"] == ["sales", "support"] and summary["unlabelled"] == []
+    per = summary["per_collection"]
+    assert {name: row["queries"] for name, row in per.items()} == {"sales": 8, "support": 8}
+    assert sum(row["accuracy"] * row["queries"] for row in per.values()) / 16 == pytest.approx(
+        summary["train_accuracy"]
+    )
     assert summary["train_accuracy"] >= 0.9 and summary["cv_accuracy"] is not None
     assert summary["weights"]["exemplar"] > 1.0  # the only signal that tells two copies of one manual apart
     profile = json.loads(out.read_text())
@@ -142,6 +147,7 @@ def test_the_fit_never_chooses_a_collection_the_filters_rule_out() -> None:
     assert list(top_choice(x, mask, w)) == list(gold)
     assert 2 not in top_choice(x[:10], mask[:10], w)  # unmasked, collection 2 would win every one of them
     assert set(top_choice(x[:10], np.ones((10, 3), dtype=bool), w)) == {2}
+    assert cross_validated_accuracy(x, mask, gold) == 1.0  # held-out folds are scored under their masks too
 
 
 def test_cross_validation_scores_each_fold_with_weights_fitted_without_it() -> None:
@@ -192,11 +198,7 @@ def test_the_command_refuses_what_it_cannot_fit(store: Path, tmp_path: Path, cli
     twice = {"query": SALES[0], "collection": "support"}
     assert "labelled both 'sales' and 'support'" in refused(labelled(tmp_path / "t.jsonl", [json.dumps(twice)]))
     (tmp_path / "latin1.jsonl").write_bytes('{"query": "caf\xe9", "collection": "sales"}'.encode("latin-1"))
-    assert "is not UTF-8 text" in refused(tmp_path / "latin1.jsonl")
-    out.mkdir()
-    blocked = cli("router", "train-collections", labelled(tmp_path / "q.jsonl"), "--store", store, "--out", out)
-    assert "cannot write the profile" in blocked.stderr
-    out.rmdir()
+    assert "latin1.jsonl is not UTF-8 text" in refused(tmp_path / "latin1.jsonl")
     one = tmp_path / "one"
     with Engine(one) as engine:
         engine.register_embedder(minilm)
@@ -238,3 +240,49 @@ def test_shuffled_labels_are_not_learned_from_the_queries_themselves(store: Path
         engine.register_embedder(minilm)
         fitted = fit_collections(engine, [LabelledQuery(t, c) for t, c in zip(texts, labels, strict=True)])
     assert fitted.train_accuracy <= 0.75 and (fitted.cv_accuracy or 0.0) <= 0.75
+
+
+def test_bad_input_is_refused_before_the_long_part(
+    store: Path, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Conflicting labels and ruled-out collections before any query is embedded; an unwritable profile
+    before the fit."""
+    from waypost.route import collections_fit
+
+    def never(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("reached the long part")
+
+    monkeypatch.setattr(collections_fit, "_query_vectors", never)
+    twice = labelled(tmp_path / "t.jsonl", [json.dumps({"query": SALES[0], "collection": "support"})])
+    run = cli("router", "train-collections", twice, "--store", store, "--out", tmp_path / "p.json")
+    assert run.exit_code != 0 and "labelled both" in run.stderr and run.exception is None
+    monkeypatch.setattr(collections_fit, "fit_collections", never)
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    for out in (tmp_path / "a-folder", tmp_path / "a-file" / "p.json"):
+        run = cli("router", "train-collections", labelled(tmp_path / "q.jsonl"), "--store", store, "--out", out)
+        assert run.exit_code != 0 and f"cannot write the profile to {out}" in run.stderr, run.stderr
+        assert run.exception is None
+    missing = cli(
+        "router",
+        "train-collections",
+        labelled(tmp_path / "q.jsonl"),
+        "--store",
+        tmp_path / "none",
+        "--out",
+        tmp_path / "new" / "p.json",
+    )
+    assert missing.exit_code != 0 and "no waypost store" in missing.stderr and not (tmp_path / "new").exists()
+
+
+def test_collections_without_a_labelled_query_are_named(
+    store: Path, tmp_path: Path, cli: Cli, minilm: Embedder
+) -> None:
+    with Engine(store) as engine:
+        engine.register_embedder(minilm)
+        engine.collection("archive", create=True).add([Document("old", "The 1990s kettle had a copper lid.")])
+    args = ("router", "train-collections", labelled(tmp_path / "q.jsonl"), "--store", store)
+    shown = cli(*args, "--out", tmp_path / "a.json")
+    assert shown.exit_code == 0 and "no labelled query for archive" in shown.stdout, shown.stdout
+    summary = json.loads(cli(*args, "--out", tmp_path / "b.json", "--json").stdout)
+    assert summary["unlabelled"] == ["archive"] and "archive" not in summary["per_collection"]

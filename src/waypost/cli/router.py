@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -36,12 +38,22 @@ def router_train_collections(
     from waypost.route.collections_fit import fit_collections, read_labelled
 
     labelled = read_labelled(queries)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.is_dir() or not os.access(out.parent, os.W_OK):
-        raise WaypostError(f"cannot write the profile to {out}")
-    with _open_engine(_existing(store), EngineConfig(background_index_work=False)) as engine:
-        fitted = fit_collections(engine, labelled, exemplars=exemplars, show_progress=not as_json)
-    out.write_text(fitted.selector.to_json(), encoding="utf-8")
+    _existing(store)
+    try:  # a profile that cannot be written is found before the fit, not after it
+        if out.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as tmp:
+            staged = Path(tmp.name)
+    except OSError as exc:
+        raise WaypostError(f"cannot write the profile to {out}: {exc.strerror}") from None
+    try:
+        with _open_engine(store, EngineConfig(background_index_work=False)) as engine:
+            fitted = fit_collections(engine, labelled, exemplars=exemplars, show_progress=not as_json)
+        staged.write_text(fitted.selector.to_json(), encoding="utf-8")
+        os.replace(staged, out)
+    finally:
+        staged.unlink(missing_ok=True)
     summary = {"profile": str(out), **fitted.summary()}
     if as_json:
         print(json.dumps(summary))

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from waypost.base import DocumentStore
 from waypost.errors import CollectionNotFoundError
-from waypost.index.dense import (
-    EXACT_DENSE_BELOW,
-)
+from waypost.index.dense import EXACT_DENSE_BELOW
 from waypost.index.live import LiveIndex
 from waypost.index.set import IndexSet, MergePolicy
 from waypost.index.state_files import drop_legacy, remove_tree
@@ -75,7 +73,7 @@ class IndexCache:
     def forget(self, collection: str) -> None:
         found = self._live.pop(collection)
         if found is not None:
-            found._stop_graphs.set()  # a background graph build of a dropped collection is not waited for
+            found.stop_background_graphs()  # a dropped collection's background graph build is not waited for
             found.wait()
             found.shut_down()
         if self.cache_dir is not None:
@@ -83,3 +81,6 @@ class IndexCache:
 
     def close(self) -> None:
         self._live.close_all()
+
+
+__all__ = ["IndexCache"]

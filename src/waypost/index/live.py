@@ -36,7 +36,7 @@ from waypost.index.dense import (
 )
 from waypost.index.lexical import Vocabulary
 from waypost.index.segment import Segment, fsync_path
-from waypost.index.set import BM25Params, IndexSet, MergePolicy, compact_vocabulary, segment_name, with_new_graph
+from waypost.index.set import BM25Params, IndexSet, MergePolicy, segment_name
 from waypost.index.state_files import (
     atomic_write,
     collect_garbage,
@@ -318,7 +318,7 @@ class LiveIndex:
     def _drop_unused_terms(self, state: IndexSet) -> IndexSet:
         """After a merge into one segment without tombstones, the vocabulary keeps only the terms its rows
         use, so a deleted document's words leave the saved vocabulary; ``state`` itself otherwise."""
-        compacted = compact_vocabulary(state)
+        compacted = _compact_vocabulary(state)
         if compacted is None:
             return state
         with self._lock:
@@ -506,7 +506,7 @@ class LiveIndex:
                 ]
                 if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
                     raise ValueError("a segment uses terms the saved vocabulary lacks")
-                segments = [with_new_graph(s, generation) for s in segments]
+                segments = [_with_new_graph(s, generation) for s in segments]
                 tombstones = np.asarray(manifest["tombstones"], dtype=np.int64)
                 lives: list[BoolArray | None] = []
                 for s in segments:
@@ -546,6 +546,10 @@ class LiveIndex:
         return None
 
     # -- lifecycle ------------------------------------------------------------------------------
+    def stop_background_graphs(self) -> None:
+        """A background HNSW build gives up (its collection is being dropped)."""
+        self._stop_graphs.set()
+
     def wait(self) -> None:
         """Block until background merges and saves are done (tests, benchmarks, shutdown)."""
         while self._pending is not None and not self._pending.done():
@@ -597,3 +601,52 @@ class LiveIndex:
             errors=list(self.errors),
             error_count=self.error_count,
         )
+
+
+def _compact_vocabulary(state: IndexSet) -> IndexSet | None:
+    """``state`` with a vocabulary of only the terms some row uses (ids renumbered in order), or ``None``
+    when it has tombstones (their postings still name terms) or every term is used."""
+    if any(live is not None for live in state.lives):
+        return None
+    size = len(state.vocab)
+    used = np.zeros(size, dtype=np.bool_)
+    for segment in state.segments:
+        for postings in (segment.chunks, segment.documents):
+            used[: postings.terms] |= np.asarray(postings.df) > 0
+    if used.all():
+        return None
+    keep = np.flatnonzero(used)
+    vocab = Vocabulary([state.vocab.terms[i] for i in keep.tolist()])
+    segments = [
+        replace(
+            s,
+            name=segment_name(state.generation),
+            chunks=s.chunks.select_terms(keep, size),
+            documents=s.documents.select_terms(keep, size),
+            path=None,
+            _lock=threading.Lock(),
+        )
+        for s in state.segments
+    ]
+    return IndexSet(
+        state.collection,
+        state.generation,
+        state.version,
+        segments,
+        state.lives,
+        vocab,
+        state.analyzers,
+        state.params,
+        exact_below=state.exact_below,
+    )
+
+
+def _with_new_graph(segment: Segment, generation: int) -> Segment:
+    """A loaded segment whose HNSW graph was built at load (saved without one, then below the threshold) as an
+    unsaved segment of a new name, so the next save writes it with its graph and later loads read that."""
+    if not segment.dense.graphs or segment.path is None or (segment.path / "hnsw.bin").exists():
+        return segment
+    return replace(segment, name=segment_name(generation), path=None, _lock=threading.Lock())
+
+
+__all__ = ["LiveIndex", "LiveStatus"]

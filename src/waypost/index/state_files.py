@@ -110,3 +110,13 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, onexc=report)
     else:
         shutil.rmtree(path, onerror=report)
+
+
+__all__ = [
+    "atomic_write",
+    "collect_garbage",
+    "directory_lock",
+    "drop_legacy",
+    "remove_tree",
+    "states_newest_first",
+]

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,16 @@ if TYPE_CHECKING:
 Array = npt.NDArray[np.float64]
 L2 = 1e-3  # ridge on the weights: keeps a signal that never varies from drifting
 FOLDS = 5
+
+
+class QueryWithFilters(Protocol):
+    """What the signals and the filter mask read of a query."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def filters(self) -> Filter | None: ...
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
 
 def signal_tensor(
     selector: EmbeddingCollectionSelector,
-    queries: Sequence[LabelledQuery],
+    queries: Sequence[QueryWithFilters],
     names: Sequence[str],
     vectors: dict[str, dict[str, npt.NDArray[np.float32]]],
     skip_identical: bool,
@@ -86,7 +96,7 @@ def signal_tensor(
     return np.asarray(rows, dtype=np.float64).reshape(len(queries), len(names), len(SIGNALS))
 
 
-def allowed_mask(engine: Engine, queries: Sequence[LabelledQuery], names: Sequence[str]) -> npt.NDArray[np.bool_]:
+def allowed_mask(engine: Engine, queries: Sequence[QueryWithFilters], names: Sequence[str]) -> npt.NDArray[np.bool_]:
     """Which collections each query's filters allow (a filter on a field a collection lacks rules it out)."""
     mask = np.ones((len(queries), len(names)), dtype=bool)
     for i, q in enumerate(queries):
