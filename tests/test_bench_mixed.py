@@ -14,12 +14,13 @@ from waypost.evaluation.mixed import RECALL5, MixedQuery, Workload, default_work
 from waypost.evaluation.mixed_bench import (
     BenchResult,
     best_single,
+    foreign_id,
     gap_closed,
     mean_by_set,
     oracle_values,
     value_of,
 )
-from waypost.evaluation.outcomes import HitRow, Outcome, OutcomeCache, interleave_hits, outcome_table
+from waypost.evaluation.outcomes import HitRow, Outcome, OutcomeCache, interleave_hits, outcome_table, score
 from waypost.route.base import Pipeline
 from waypost.route.execute import interleave_results
 from waypost.types import Chunk, Explanation, Hit, Provenance, RetrievalResult
@@ -173,3 +174,10 @@ def test_interleaving_stored_hit_rows_matches_the_planner_s_interleaving() -> No
         expected = [(h.document_id, h.chunk.start, h.chunk.end, h.chunk.token_count) for h in live]
         assert interleave_hits(lists, k) == expected
     assert interleave_hits(lists, 4) == [("a", 0, 5, 5), ("b", 0, 5, 5), ("d", 0, 5, 5), ("f", 0, 2, 2)]
+
+
+def test_another_collection_s_document_never_matches_the_set_s_gold() -> None:
+    query = MixedQuery("s/q1", "s", "papers", "a claim", RECALL5, {"doc1": 1})
+    own = [(foreign_id("papers", "papers", "doc1"), 0, 10, 5)]
+    other = [(foreign_id("meetings", "papers", "doc1"), 0, 10, 5)]
+    assert score(query, own) == 1.0 and score(query, other) == 0.0

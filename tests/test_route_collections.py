@@ -274,3 +274,12 @@ def test_an_unsure_collection_choice_lets_the_corrective_loop_try_the_runner_up(
     sure = three.search("moons of planets", k=2)
     assert loop.offered == [True, False]
     assert {h.chunk.document_id for h in sure.hits} <= {d.id for d in RECIPES}
+
+
+def test_fused_collections_keep_documents_with_the_same_id_apart(engine: Engine) -> None:
+    # one span each, the same offsets: only the collection tells the two hits apart
+    engine.collection("cats", create=True).add([Document("doc1", "Cats purr softly.")])
+    engine.collection("dogs", create=True).add([Document("doc1", "Dogs bark loudly.")])
+    result = engine.search("pets that purr or bark", k=5, collections=["cats", "dogs"], strategy="bm25")
+    found = sorted((h.provenance.collection, h.chunk.document_id) for h in result.hits)
+    assert found == [("cats", "doc1"), ("dogs", "doc1")]

@@ -152,6 +152,12 @@ def route_with(
     return out
 
 
+def foreign_id(collection: str, expected: str, document_id: str) -> str:
+    """A document id as the metric reads it: another collection's document never matches the set's gold
+    ids, even where the ids coincide (fused collections)."""
+    return document_id if collection == expected else f"{collection}\x00{document_id}"
+
+
 def route_live(
     engine: Engine, queries: Sequence[MixedQuery], model: GainModel | None = None, show_progress: bool = False
 ) -> Routed:
@@ -172,7 +178,11 @@ def route_live(
         t0 = time.perf_counter()
         result = engine.search(q.text, k, strategy="auto", filters=q.filters)
         out.end_to_end_ms.append((time.perf_counter() - t0) * 1000.0)
-        hits = [(h.chunk.document_id, h.chunk.start, h.chunk.end, max(1, h.chunk.token_count)) for h in result.hits]
+        hits = [
+            (foreign_id(h.provenance.collection, q.collection, h.chunk.document_id), h.chunk.start, h.chunk.end,
+             max(1, h.chunk.token_count))
+            for h in result.hits
+        ]  # fmt: skip
         route: Mapping[str, Any] = getattr(result.explanation, "route", None) or {}
         pipeline = route.get("pipeline")
         out.choices[q.id] = Pipeline.from_dict(pipeline).label if pipeline else result.explanation.strategy

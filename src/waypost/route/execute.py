@@ -87,6 +87,14 @@ def passage_fields(config: PassageConfig) -> dict[str, Scalar]:
     return out
 
 
+HitKey = tuple[str, str, int, int]
+
+
+def hit_key(hit: Hit) -> HitKey:
+    """One span of one document of one collection: document ids are unique only within a collection."""
+    return (hit.provenance.collection, hit.chunk.document_id, hit.chunk.start, hit.chunk.end)
+
+
 def fuse_results(
     query: str, results: list[RetrievalResult], k: int, weights: Sequence[float] | None = None
 ) -> RetrievalResult:
@@ -95,12 +103,12 @@ def fuse_results(
     retrievers), so a likelier source's hits lead."""
     if weights is not None and len(weights) != len(results):
         raise InvalidInputError(f"{len(weights)} weights for {len(results)} results")
-    scores: dict[tuple[str, int, int], float] = {}
-    first: dict[tuple[str, int, int], Hit] = {}
+    scores: dict[HitKey, float] = {}
+    first: dict[HitKey, Hit] = {}
     for i, result in enumerate(results):
         weight = 1.0 if weights is None else float(weights[i])
         for rank, hit in enumerate(result.hits, start=1):
-            key = (hit.chunk.document_id, hit.chunk.start, hit.chunk.end)
+            key = hit_key(hit)
             scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
             first.setdefault(key, hit)
     order = sorted(scores, key=lambda key: -scores[key])[:k]
@@ -112,14 +120,14 @@ def interleave_results(query: str, results: list[RetrievalResult], k: int) -> Re
     """Round-robin over ranked results (the first result leads each round), each chunk once. For the parts
     of a decomposed question: each part's best hits reach the top, where reciprocal rank fusion would
     favour what several parts found, the generic hits, over each part's own evidence."""
-    seen: set[tuple[str, int, int]] = set()
+    seen: set[HitKey] = set()
     hits: list[Hit] = []
     depth = max((len(r.hits) for r in results), default=0)
     for rank in range(depth):
         for result in results:
             if rank < len(result.hits) and len(hits) < k:
                 hit = result.hits[rank]
-                key = (hit.chunk.document_id, hit.chunk.start, hit.chunk.end)
+                key = hit_key(hit)
                 if key not in seen:
                     seen.add(key)
                     hits.append(replace(hit, score=1.0 / (len(hits) + 1)))
