@@ -122,6 +122,9 @@ def test_mode_and_expansions() -> None:
     assert planner.plan("list every meeting where the budget came up").mode == "recall"
     assert planner.plan("Summarize the discussion about the remote").mode == "recall"
     assert planner.plan("why do cats purr when they are content").mode == "balanced"
+    # a script without spaces is one "word" to a split at spaces, never a short exact query for that
+    assert planner.plan("ใครเป็นผู้ก่อตั้งบริษัทที่ผลิตรถยนต์ไฟฟ้ารายแรกของประเทศไทย").mode == "balanced"
+    assert planner.plan("東京タワーの高さは何メートルですか").mode == "balanced"
     plan = planner.plan("How does retrieval augmented generation (RAG) reduce errors, and when does RAG fail?")
     assert any("retrieval augmented generation reduce errors" in e and "RAG" not in e for e in plan.expansions)
     assert "does retrieval augmented generation (RAG) reduce errors" not in plan.expansions

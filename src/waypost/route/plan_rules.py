@@ -505,6 +505,20 @@ _RECALL = re.compile(
 )
 
 
+# Thai, Lao, Khmer, Myanmar, CJK ideographs, kana and Hangul syllables: written without spaces between words
+_UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def word_count(query: str) -> int:
+    """The query's words: split at spaces, or by the language's segmenter where its script has none."""
+    if not _UNSPACED.search(query):
+        return len(tokens(query))
+    from waypost.text.analyzers import analyzers
+    from waypost.text.language import detector
+
+    return max(len(tokens(query)), len(analyzers()(detector().detect(query)).terms(query)))
+
+
 def mode(query: str, include: list[str]) -> tuple[str, str]:
     """precision for short exact, quoted or code-like queries; recall for "all/every/list/summarize"; else
     balanced. Returns the mode and why."""
@@ -515,6 +529,6 @@ def mode(query: str, include: list[str]) -> tuple[str, str]:
         return "precision", "quoted phrase"
     if any(is_code_like(w.text) for w in words):
         return "precision", "code-like term"
-    if len(words) <= 3 and not (words and words[0].lower in QUESTION_WORDS):
+    if word_count(query) <= 3 and not (words and words[0].lower in QUESTION_WORDS):
         return "precision", "short exact query"
     return "balanced", ""
