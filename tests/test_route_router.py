@@ -285,3 +285,35 @@ def test_weighted_fusion_lets_the_likelier_source_lead() -> None:
     assert [h.document_id for h in weighted.hits] == ["a1", "a2", "a3", "b1"]
     with pytest.raises(InvalidInputError):
         fuse_results("q", [likely, unlikely], 4, [1.0])
+
+
+def test_document_types_the_query_names_filter_on_the_field_that_holds_them(tmp_path: Path, minilm: Embedder) -> None:
+    from waypost.types import Document
+
+    config = EngineConfig(background_index_work=False, router=RouterConfig(selector="heuristic"))
+    with Engine(tmp_path / "typed", config) as engine:
+        engine.register_embedder(minilm)
+        reports = engine.collection("reports", create=True)
+        reports.add(
+            [
+                Document(f"r{i}", f"Quarterly budget report {i}: spending on ferries rose.", metadata={"kind": kind})
+                for i, kind in enumerate(["PDF", "md", "html", "PDF", "md", "html"])
+            ]
+        )
+        result = reports.retrieve("budget figures for ferries in the PDFs", "auto", 6)
+        assert {h.document_id for h in result.hits} == {"r0", "r3"}
+        route = result.explanation.route
+        assert route is not None and route["plan"]["document_types_applied"] == (
+            "document types pdf: filtered on kind = 'PDF'"
+        )
+        assert len(reports.retrieve("budget figures for ferries", "auto", 6).hits) == 6
+        plain = engine.collection("plain", create=True)
+        plain.add([Document("p1", "Ferry budget notes."), Document("p2", "Ferry timetable.")])
+        kept = plain.retrieve("budget figures for ferries in the PDFs", "auto", 6)
+        assert len(kept.hits) == 2 and "document types pdf: not applied (no field holds them)" in kept.explanation.notes
+        both = engine.collection("both", create=True)
+        both.add(
+            [Document("b1", "Ferry budget.", metadata={"kind": "pdf", "attachment": "PDF"}), Document("b2", "Ferry.")]
+        )
+        notes = both.retrieve("ferry budget in the PDFs", "auto", 6).explanation.notes
+        assert "document types pdf: not applied (2 fields hold them)" in notes

@@ -2,7 +2,8 @@
 
 ``RulePlanner`` reads the query's wording (``route.plan_rules``); ``LLMPlanner`` asks an LLM for the
 sub-queries and falls back to the rules on any failure. ``run_plan`` runs a plan's sub-queries
-concurrently, fuses them by reciprocal rank and applies the text constraints as post-filters."""
+concurrently, fuses them by reciprocal rank and applies the text constraints as post-filters;
+``type_filter`` turns the document types it names into a metadata filter."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from dataclasses import replace
 from pydantic import BaseModel, Field
 
 from waypost.errors import InvalidInputError
+from waypost.filters.catalog import FieldCatalog, is_text
+from waypost.filters.model import Condition, Filter, Op
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
 from waypost.llm.structured import complete_structured
@@ -184,12 +187,34 @@ def apply_constraints(plan: QueryPlan, result: RetrievalResult) -> RetrievalResu
     return result
 
 
+def type_filter(plan: QueryPlan, catalog: FieldCatalog) -> tuple[Filter | None, str]:
+    """The plan's document types ("in the PDFs") as a filter on the one text field whose values name them,
+    matched case-insensitively (the loaders' ``format``: "pdf"). None, and why, when no field or several
+    hold them: the wording then names a topic more likely than a type."""
+    if not plan.document_types:
+        return None, ""
+    wanted = {t.lower() for t in plan.document_types}
+    holding: dict[str, list[str]] = {}
+    for name in catalog.fields:
+        if is_text(catalog.field_kind(name)):
+            found = sorted(v for v in catalog.values(name) if isinstance(v, str) and v.lower() in wanted)
+            if found:
+                holding[name] = found
+    types = ", ".join(plan.document_types)
+    if len(holding) != 1:
+        where = "no field holds them" if not holding else f"{len(holding)} fields hold them"
+        return None, f"document types {types}: not applied ({where})"
+    name, values = next(iter(holding.items()))
+    condition = Condition(name, Op.EQ, values[0]) if len(values) == 1 else Condition(name, Op.IN, values)
+    return condition, f"document types {types}: filtered on {condition}"
+
+
 def run_plan(plan: QueryPlan, run: Callable[[str], RetrievalResult], k: int) -> RetrievalResult:
     """Run ``plan``: the query alone when it has no sub-queries; else the query and its sub-queries
     concurrently (a small thread pool), interleaved by rank (the query first) and deduplicated by chunk. Then the
     text constraints are applied as post-filters on hit text (``apply_constraints``); give ``run`` a depth
     beyond ``k`` when the plan has them. Expansions, the date range and document types are not applied
-    here: they are the router's to turn into filters or pipelines. The plan is recorded in the notes."""
+    here (the router filters on document types: ``type_filter``). The plan is recorded in the notes."""
     if k < 1:
         raise InvalidInputError(f"k must be at least 1, got {k}")
     if not plan.sub_queries:

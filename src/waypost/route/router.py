@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from waypost.base import Reranker
 from waypost.errors import InvalidInputError, WaypostError
-from waypost.filters.model import Filter
+from waypost.filters.model import Filter, all_of
 from waypost.retrieval.fusion import FusionConfig
 from waypost.route.base import FUSE, Attempt, Choice, GainPredictor, Pipeline, PipelineSelector, Planner, RouteRecord
 from waypost.route.base import Telemetry as TelemetrySink
@@ -222,13 +222,22 @@ class Router:
                 self._record(collection.name, route, (time.perf_counter() - started) * 1000, len(query))
                 return cached
         plan = self.planner.plan(query) if self.planner is not None else None
+        typed = ""  # what the plan's document types did
+        if plan is not None and plan.document_types:
+            from waypost.route.planner import type_filter
+
+            by_type, typed = type_filter(plan, collection.engine.indexes.get(collection.name).metadata)
+            if by_type is not None:
+                filters = by_type if filters is None else all_of([filters, by_type])
         if plan is not None and (plan.sub_queries or plan.must_include or plan.must_exclude):
             result = self._run_plan(plan, collection, k, filters, fusion, passages, rerank)
-            self._finish(collection, key, result, started, len(query))
-            return result
-        result = self.route_one(collection, query, k, filters, fusion, passages, rerank, alternatives)
-        if plan is not None and result.explanation.route is not None:
-            result.explanation.route["plan"] = plan.to_dict()
+        else:
+            result = self.route_one(collection, query, k, filters, fusion, passages, rerank, alternatives)
+            if plan is not None and result.explanation.route is not None:
+                result.explanation.route["plan"] = plan.to_dict()
+        if typed and result.explanation.route is not None:
+            result.explanation.route["plan"]["document_types_applied"] = typed
+            result.explanation.notes.append(typed)
         self._finish(collection, key, result, started, len(query))
         return result
 
