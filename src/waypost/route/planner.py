@@ -21,7 +21,7 @@ from waypost.filters.model import Condition, Filter, Op
 from waypost.llm.accounting import PriceTable, QueryMetadata
 from waypost.llm.base import GenerationParams, LLMProvider, Message
 from waypost.llm.structured import complete_structured
-from waypost.route import plan_rules
+from waypost.route import plan_hints, plan_rules
 from waypost.route.base import Planner, QueryPlan
 from waypost.route.execute import interleave_results
 from waypost.text.analyzers import normalize
@@ -47,19 +47,19 @@ class RulePlanner:
         short = len(query) <= MAX_SPLIT_CHARS  # a pasted document is no multi-part question
         subs, split_reason = plan_rules.sub_queries(query) if short else ([], "")
         include, exclude = plan_rules.include_exclude(query)
-        mode, mode_reason = plan_rules.mode(query, include)
+        mode, mode_reason = plan_hints.mode(query, include)
         reasons = [f"split: {split_reason}"] if split_reason else []
         if mode_reason:
             reasons.append(f"{mode}: {mode_reason}")
         return QueryPlan(
             query=query,
             sub_queries=subs,
-            expansions=plan_rules.expansions(query) if short else [],
+            expansions=plan_hints.expansions(query) if short else [],
             must_include=include,
             must_exclude=exclude,
-            date_range=plan_rules.date_range(query),
-            document_types=plan_rules.document_types(query),
-            collections=plan_rules.collections(query),
+            date_range=plan_hints.date_range(query),
+            document_types=plan_hints.document_types(query),
+            collections=plan_hints.collections(query),
             mode=mode,
             planner=self.name,
             reasoning="; ".join(reasons),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Filter, check_filter
 from waypost.retrieval.registry import DEFAULT_STRATEGY
-from waypost.route import plan_rules
+from waypost.route import plan_hints
 from waypost.route.base import AUTO, CollectionChoice, CollectionSelector
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector
 from waypost.route.execute import fuse_results
@@ -58,7 +58,7 @@ def choice_note(choice: CollectionChoice) -> str:
 def named_in_query(query: str, available: Sequence[str]) -> CollectionChoice | None:
     """The collections the query names itself ("... in the papers collection"), where they exist."""
     by_lower = {name.lower(): name for name in available}
-    named = [by_lower[n.lower()] for n in plan_rules.collections(query) if n.lower() in by_lower]
+    named = [by_lower[n.lower()] for n in plan_hints.collections(query) if n.lower() in by_lower]
     if not named:
         return None
     return CollectionChoice(named, 1.0, "the query names the collection", "query", {n: 1.0 for n in named})
