@@ -23,7 +23,7 @@ from waypost.index.dense import (
     DenseView,
 )
 from waypost.index.lexical import FieldStats, Vocabulary, bm25_scores
-from waypost.index.metadata import MetadataView
+from waypost.index.metadata_view import MetadataView
 from waypost.index.references import ReferenceSegment, ReferenceView
 from waypost.index.segment import Segment
 from waypost.index.topk import Mask, Positions, Scores, top_k
