@@ -286,3 +286,47 @@ def test_collections_without_a_labelled_query_are_named(
     assert shown.exit_code == 0 and "no labelled query for archive" in shown.stdout, shown.stdout
     summary = json.loads(cli(*args, "--out", tmp_path / "b.json", "--json").stdout)
     assert summary["unlabelled"] == ["archive"] and "archive" not in summary["per_collection"]
+
+
+def record_use(store: Path, minilm: Embedder, rows: list[tuple[str, str, str]]) -> None:
+    """(query, collection, kind) feedback on the first manual's first chunk, as `waypost feedback` records it."""
+    with Engine(store) as engine:
+        engine.register_embedder(minilm)
+        for query, name, kind in rows:
+            engine.collection(name).feedback(query, "k1#0", kind, 4.0 if kind == "rating" else None)
+
+
+def test_recorded_feedback_labels_the_queries_stage_one_learns_from(
+    store: Path, tmp_path: Path, cli: Cli, minilm: Embedder
+) -> None:
+    uses = [(q, "support", "used") for q in SUPPORT] + [(q, "sales", "rating") for q in SALES]
+    both = "does the kettle come with a manual"  # useful in both: no label
+    noise = [(both, "support", "used"), (both, "sales", "used"), (SALES[0], "support", "rejected")]
+    record_use(store, minilm, uses + noise)
+    out = tmp_path / "fb.json"
+    run = cli("router", "train-collections", "--feedback", "--store", store, "--out", out, "--json")
+    assert run.exit_code == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["queries"] == 16 and summary["feedback_queries"] == 16 and summary["feedback_ambiguous"] == 1
+    assert {name: row["queries"] for name, row in summary["per_collection"].items()} == {"sales": 8, "support": 8}
+    assert summary["train_accuracy"] >= 0.9 and summary["weights"]["exemplar"] > 1.0
+    profile = json.loads(out.read_text())
+    assert sorted(profile["exemplars"]["sales"]) == sorted(SALES) and both not in profile["exemplars"]["support"]
+    for question, expected in HELD_OUT:
+        found = cli("query", question, "--store", store, "--collection", "auto", "--collections-profile", out, "--json")
+        assert json.loads(found.stdout)["explain"]["notes"][0].startswith(f"collections {expected} chosen by learned")
+    # a file's label stands where feedback labels the same query otherwise
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text(json.dumps({"query": SALES[1], "collection": "support"}) + "\n")
+    run = cli("router", "train-collections", moved, "--feedback", "--store", store, "--out", out, "--json")
+    summary = json.loads(run.stdout)
+    assert run.exit_code == 0 and summary["queries"] == 16 and summary["feedback_overridden"] == 1
+    assert summary["per_collection"]["support"]["queries"] == 9
+
+
+def test_feedback_or_a_file_is_needed(store: Path, tmp_path: Path, cli: Cli) -> None:
+    out = tmp_path / "p.json"
+    run = cli("router", "train-collections", "--store", store, "--out", out)
+    assert run.exit_code != 0 and "give a file of labelled QUERIES, --feedback, or both" in run.stderr
+    run = cli("router", "train-collections", "--feedback", "--store", store, "--out", out)
+    assert run.exit_code != 0 and "holds no feedback that a hit was used" in run.stderr and not out.exists()

@@ -1,6 +1,7 @@
 """Fitting stage 1 (which collection answers a query) on labelled queries: ``waypost router train-collections``.
 
-Each labelled query names the collection that answers it. The selector's signal weights are fitted by a
+Each labelled query names the collection that answers it: from a JSONL file, or from the feedback users
+recorded on hits (``labelled_from_feedback``), or both. The selector's signal weights are fitted by a
 conditional logit (a softmax over the collections the query's filters allow, by maximum likelihood) and
 the queries become the learned selector's exemplars. The result is the JSON profile that
 ``EngineConfig(collection_selector="learned:PATH")`` (``--collections-profile PATH``) reads."""
@@ -77,6 +78,48 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
     if not out:
         raise InvalidInputError(f"{path} holds no labelled query")
     return out
+
+
+POSITIVE_FEEDBACK = 0.5  # a hit used, or rated above 2.5 of 5, says which collection answered its query
+
+
+@dataclass
+class FeedbackLabels:
+    """Labelled queries read from recorded feedback, and the queries left out."""
+
+    queries: list[LabelledQuery]
+    ambiguous: list[str] = field(default_factory=list)  # found useful in two collections equally often
+
+
+def labelled_from_feedback(engine: Engine) -> FeedbackLabels:
+    """A label per query from the feedback users recorded (``waypost feedback``): the collection where its
+    hits were used (or rated above 2.5) most often. A query with as many useful hits in two collections is
+    left out; rejected hits say which chunk was wrong, not which collection, and are not counted."""
+    votes: dict[str, dict[str, int]] = {}
+    for info in engine.collections():
+        if not info.chunks:
+            continue
+        for entry in engine.store.feedback(info.name):
+            if entry.label > POSITIVE_FEEDBACK and entry.query.strip():
+                counts = votes.setdefault(entry.query, {})
+                counts[info.name] = counts.get(info.name, 0) + 1
+    labels: list[LabelledQuery] = []
+    ambiguous: list[str] = []
+    for query in sorted(votes):
+        ranked = sorted(votes[query].items(), key=lambda item: (-item[1], item[0]))
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            ambiguous.append(query)
+        else:
+            labels.append(LabelledQuery(query, ranked[0][0]))
+    return FeedbackLabels(labels, ambiguous)
+
+
+def merge_labels(given: Sequence[LabelledQuery], learned: Sequence[LabelledQuery]) -> tuple[list[LabelledQuery], int]:
+    """``given`` (a file's labels) and ``learned`` (feedback's) together; where both label a query, the file's
+    label stands. Returns the labels and how many of feedback's were set aside for the file's."""
+    named = {q.text for q in given}
+    kept = [q for q in learned if q.text not in named]
+    return [*given, *kept], len(learned) - len(kept)
 
 
 def signal_tensor(
