@@ -98,6 +98,11 @@ class Feedback:
     kind: str
     recorded_at: float = 0.0  # seconds since the epoch (0: now, when recorded)
 
+    @property
+    def useful(self) -> bool:
+        """The hit was used, or rated above 2.5 of 5: it answered the query."""
+        return self.label > 0.5
+
 
 @dataclass(frozen=True)
 class ChangeSet:

@@ -23,9 +23,17 @@ PipelinesOpt = Annotated[
 
 @router_app.command("train")
 def router_train(
-    datasets: Annotated[list[Path], typer.Argument(help="BEIR-layout directories, one collection each.")],
+    datasets: Annotated[list[Path] | None, typer.Argument(help="BEIR-layout directories, one collection each.")] = None,
     store: Annotated[Path | None, typer.Option("--store", "-s", help="Store the sets are ingested into.")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Where the JSON profile is written.")] = None,
+    feedback: Annotated[
+        bool,
+        typer.Option(
+            "--feedback",
+            help="Train on the queries users gave feedback on (`waypost feedback`) in --store's own collections, "
+            "instead of DATASETs; needs --out.",
+        ),
+    ] = False,
     pipelines: PipelinesOpt = [],  # noqa: B006
     scope: Annotated[
         str | None, typer.Option(help="A query metadata field every query is filtered by (e.g. meeting).")
@@ -34,10 +42,21 @@ def router_train(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Run every pipeline of the pool on the sets' training splits (qrels/train.tsv, else the fixed half of
-    the query ids), record each query's outcome, fit the gain model and write its profile."""
-    from waypost.route.train import train_command
+    the query ids), or on the queries with feedback in a store (--feedback), record each query's outcome,
+    fit the gain model and write its profile (use it with `--router-profile PATH`)."""
+    from waypost.errors import InvalidInputError
+    from waypost.route.train import train_command, train_on_feedback
 
-    summary = train_command(datasets, store, out, pipelines, scope, limit, show_progress=not as_json)
+    if feedback:
+        if datasets or scope:
+            raise InvalidInputError("--feedback trains on the store's own collections: give no DATASET or --scope")
+        if store is None or out is None:
+            raise InvalidInputError("--feedback needs --store (whose feedback to learn from) and --out")
+        summary = train_on_feedback(store, out, pipelines, limit, show_progress=not as_json)
+    elif not datasets:
+        raise InvalidInputError("give one or more DATASET directories, or --feedback with --store")
+    else:
+        summary = train_command(datasets, store, out, pipelines, scope, limit, show_progress=not as_json)
     if as_json:
         print(json.dumps(summary))
         return

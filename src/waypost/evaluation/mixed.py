@@ -65,6 +65,11 @@ class Workload:
     seed: int = SEED
     _cache: dict[str, list[MixedQuery]] = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def of_queries(cls, sets: list[SetSpec], train: list[MixedQuery]) -> Workload:
+        """A workload of given training queries and no test split (``evaluation.feedback``)."""
+        return cls(sets, _cache={"train": list(train), "test": []})
+
     def spec(self, name: str) -> SetSpec:
         for spec in self.sets:
             if spec.name == name:

@@ -80,9 +80,6 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
     return out
 
 
-POSITIVE_FEEDBACK = 0.5  # a hit used, or rated above 2.5 of 5, says which collection answered its query
-
-
 @dataclass
 class FeedbackLabels:
     """Labelled queries read from recorded feedback, and the queries left out."""
@@ -100,7 +97,7 @@ def labelled_from_feedback(engine: Engine) -> FeedbackLabels:
         if not info.chunks:
             continue
         for entry in engine.store.feedback(info.name):
-            if entry.label > POSITIVE_FEEDBACK and entry.query.strip():
+            if entry.useful and entry.query.strip():
                 counts = votes.setdefault(entry.query, {})
                 counts[info.name] = counts.get(info.name, 0) + 1
     labels: list[LabelledQuery] = []

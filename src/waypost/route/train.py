@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from waypost.engine import Engine
-from waypost.errors import WaypostError
+from waypost.errors import InvalidInputError, WaypostError
 from waypost.evaluation.mixed import MixedQuery, Workload
 from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
@@ -244,5 +244,39 @@ def train_command(
         engine.close()
     path = Path(out) if out is not None else store_path.parent / "profile.json"
     summary = write_profile(trained.model, path)
+    summary["seconds_total"] = round(time.perf_counter() - t0, 1)
+    return summary
+
+
+def train_on_feedback(
+    store: str | Path,
+    out: str | Path,
+    pipelines: Sequence[str] = (),
+    limit: int | None = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """``waypost router train --feedback``: the router fitted on the queries users gave feedback on in
+    ``store``'s own collections (``evaluation.feedback``), over the pool's pipelines runnable there (a tree
+    or graph that is missing is not built; those pipelines are left out). Outcomes are cached in the store."""
+    from waypost.evaluation.feedback import feedback_workload
+    from waypost.evaluation.mixed import runnable
+    from waypost.store.backend import store_exists
+
+    if not store_exists(store):
+        raise InvalidInputError(f"no waypost store at {store}")
+    t0 = time.perf_counter()
+    engine = Engine(store)
+    try:
+        workload = feedback_workload(engine)
+        pool = parse_pool(pipelines) if pipelines else default_pool()
+        usable = [p for p in pool if any(runnable(engine, s.name, p) for s in workload.sets)]
+        if DEFAULT not in usable:
+            raise InvalidInputError(f"the pool must hold {DEFAULT.label}: gains are measured against it")
+        trained = train(engine, workload, usable, limit=limit, show_progress=show_progress)
+    finally:
+        engine.close()
+    trained.model.info["trained_on"] = "feedback"
+    summary = write_profile(trained.model, out)
+    summary["pipelines"] = [p.label for p in usable]
     summary["seconds_total"] = round(time.perf_counter() - t0, 1)
     return summary
