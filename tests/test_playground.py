@@ -166,6 +166,13 @@ def test_playground_end_to_end(server: LiveServer, tmp_path: Path) -> None:
             expect(page.locator("#q-out .hit .doc-id")).to_have_text(["berlin.md", "berlin.md"])
             page.fill("#q-filters", "")
 
+            # collection auto: the page sends "auto" and shows which collection(s) waypost chose
+            page.check("#q-auto-collection")
+            page.click("#q-run")
+            chose = api.post("/v1/retrieve", json={"collection": "auto", "query": query, "strategy": "dense"}).json()
+            expect(page.locator("#q-out .collection-choice strong")).to_have_text(", ".join(chose["collections"]))
+            page.uncheck("#q-auto-collection")
+
             # 5. two pipelines side by side with their overlap
             page.click(".tab[data-tab=compare]")
             page.fill("#c-q", "capital of Germany")

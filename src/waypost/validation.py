@@ -22,6 +22,7 @@ from waypost.types import Document
 MAX_METADATA_DEPTH = 32  # nesting of lists and objects inside one metadata value
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COLLECTION_NAME = re.compile(r"\w[\w.\- ]{0,127}")
+AUTO_COLLECTION = "auto"  # collection "auto" asks the engine to choose (stage 1 routing): never a name
 
 
 def _json_spelling(value: float) -> str:
@@ -61,8 +62,9 @@ def one_id(value: object, what: str = "document id") -> str:
 
 def collection_name(name: object, new: bool = True) -> str:
     """Collection names become directory names. A ``new`` one is letters, digits, ``_ . -`` and spaces, up to
-    128, not starting with a dot or a space. An existing one (stores made before this rule accepted more, such
-    as ``notes:2024``) stays reachable unless it could be read as a path (``/``, ``\\``, a leading dot, NUL)."""
+    128, not starting with a dot or a space, and never ``auto`` (which asks the engine to choose). An existing
+    one (stores made before this rule accepted more, such as ``notes:2024``) stays reachable unless it could be
+    read as a path (``/``, ``\\``, a leading dot, NUL)."""
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"a collection name must be a non-empty string, got {name!r}")
     if any(c in name for c in "/\\\0") or name.startswith("."):
@@ -71,6 +73,11 @@ def collection_name(name: object, new: bool = True) -> str:
         raise InvalidInputError(
             f"a collection name is 1 to 128 letters, digits, '_', '.', '-' or spaces, starting with a letter, "
             f"digit or '_' (and not ending in a space), got {name!r}"
+        )
+    if new and name == AUTO_COLLECTION:
+        raise InvalidInputError(
+            f"a collection cannot be named {AUTO_COLLECTION!r}: collection {AUTO_COLLECTION!r} lets waypost choose "
+            "the collections"
         )
     return name
 

@@ -79,6 +79,25 @@ def collection_selector(profile: Path | None) -> str:
     return "embedding" if profile is None else f"learned:{profile}"
 
 
+ServerCollectionsProfileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--collections-profile",
+        help="Choose collections for collection auto with this profile (`waypost router train-collections`).",
+    ),
+]
+
+
+def checked_collection_selector(profile: Path | None) -> str:
+    """``collection_selector`` for a server (``serve``, ``mcp``), whose every tenant's engine uses it: the profile
+    is read and parsed now, so a bad one stops the command before it serves anything."""
+    if profile is not None:
+        from waypost.route.collections import check_profile_file
+
+        check_profile_file(profile)  # a WaypostError: main prints it on one line
+    return collection_selector(profile)
+
+
 LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 DEFAULT_STORE = Path(".waypost")
 StrategyOpt = Annotated[str, typer.Option(help=f"auto (the router chooses) or one of: {', '.join(STRATEGIES)}.")]

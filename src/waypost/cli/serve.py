@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from waypost.cli.app import app, console, err
-from waypost.cli.common import JsonOpt, LlmOpt
+from waypost.cli.common import JsonOpt, LlmOpt, ServerCollectionsProfileOpt, checked_collection_selector
 from waypost.errors import WaypostError
 from waypost.store.control import ControlError, ControlStore
+
+if TYPE_CHECKING:
+    from waypost.server.config import ServerConfig
 
 ServerRootOpt = Annotated[
     Path,
@@ -144,28 +147,46 @@ def serve(
         float, typer.Option(min=0.001, max=64.0, help="Largest file an upload may hold, in MiB (64 at most).")
     ] = 32.0,
     llm: LlmOpt = "none",
+    collections_profile: ServerCollectionsProfileOpt = None,
 ) -> None:
     """Run the HTTP API, the playground (/) and MCP (/mcp) for every tenant of ROOT."""
     import uvicorn
 
-    from waypost.engine import EngineConfig
     from waypost.server.app import create_app
+
+    config = serve_config(root, database, host, no_auth, tuple(cors), workers, max_file_mb, llm, collections_profile)
+    if no_auth:
+        err.print(f"[bold yellow]auth is off[/]: anyone who can reach {host}:{port} acts as the one local tenant")
+    err.print(f"waypost serving {root} on http://{host}:{port} (API docs at /docs, playground at /)")
+    uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+
+
+def serve_config(
+    root: Path,
+    database: str | None,
+    host: str,
+    no_auth: bool,
+    cors: tuple[str, ...],
+    workers: int,
+    max_file_mb: float,
+    llm: str,
+    collections_profile: Path | None,
+) -> ServerConfig:
+    """What ``serve`` runs with, checked (a bad collections profile first) before anything is served."""
+    from waypost.engine import EngineConfig
     from waypost.server.config import ServerConfig
 
+    selector = checked_collection_selector(collections_profile)
     try:
-        config = ServerConfig(
+        return ServerConfig(
             root=root,
             database=database,
-            engine=EngineConfig(llm=llm),
+            engine=EngineConfig(llm=llm, collection_selector=selector),
             auth=not no_auth,
             host=host,
-            cors_origins=tuple(cors),
+            cors_origins=cors,
             job_workers=workers,
             max_file_bytes=int(max_file_mb * 1024 * 1024),
         )
     except ValueError as exc:
         raise WaypostError(str(exc)) from None
-    if no_auth:
-        err.print(f"[bold yellow]auth is off[/]: anyone who can reach {host}:{port} acts as the one local tenant")
-    err.print(f"waypost serving {root} on http://{host}:{port} (API docs at /docs, playground at /)")
-    uvicorn.run(create_app(config), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)

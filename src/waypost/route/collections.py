@@ -34,6 +34,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -133,9 +134,7 @@ class EmbeddingCollectionSelector:
         if self.exemplars:
             self.name = "learned"
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
-        unknown = set(self.weights) - set(SIGNALS)
-        if unknown:
-            raise InvalidInputError(f"unknown collection signals {sorted(unknown)}; known: {', '.join(SIGNALS)}")
+        check_signals(self.weights)
         self.fuse_ratio = fuse_ratio
         self.sample_size = sample_size
         self._profiles: dict[str, CollectionProfile] = {}
@@ -264,14 +263,41 @@ class EmbeddingCollectionSelector:
 
     @classmethod
     def from_json(cls, engine: Engine, text: str) -> EmbeddingCollectionSelector:
-        try:
-            raw = json.loads(text)
-            weights = {str(k): float(v) for k, v in raw.get("weights", DEFAULT_WEIGHTS).items()}
-            exemplars = {str(k): [str(t) for t in v] for k, v in raw.get("exemplars", {}).items()}
-            fuse_ratio = float(raw.get("fuse_ratio", FUSE_RATIO))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise InvalidInputError(f"not a collection selector profile: {exc}") from None
+        weights, fuse_ratio, exemplars = parse_profile(text)
         return cls(engine, weights, fuse_ratio, exemplars=exemplars)
+
+
+def check_signals(weights: Mapping[str, float]) -> None:
+    unknown = set(weights) - set(SIGNALS)
+    if unknown:
+        raise InvalidInputError(f"unknown collection signals {sorted(unknown)}; known: {', '.join(SIGNALS)}")
+
+
+def parse_profile(text: str) -> tuple[dict[str, float], float, dict[str, list[str]]]:
+    """A collections profile's weights, fuse ratio and exemplar queries; ``InvalidInputError`` on a bad one."""
+    try:
+        raw = json.loads(text)
+        weights = {str(k): float(v) for k, v in raw.get("weights", DEFAULT_WEIGHTS).items()}
+        exemplars = {str(k): [str(t) for t in v] for k, v in raw.get("exemplars", {}).items()}
+        fuse_ratio = float(raw.get("fuse_ratio", FUSE_RATIO))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidInputError(f"not a collection selector profile: {exc}") from None
+    check_signals(weights)
+    return weights, fuse_ratio, exemplars
+
+
+def check_profile_file(path: Path) -> None:
+    """Read and parse a collections profile without an engine (a server checks one before it starts);
+    ``WaypostError`` naming the file when it cannot be read or is not a profile."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise WaypostError(f"cannot read the collections profile {path}: {reason}") from None
+    try:
+        parse_profile(text)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
 
 
 def _live_vectors(index: IndexSet, dim: int) -> Vector:
@@ -412,6 +438,9 @@ __all__ = [
     "CollectionProfile",
     "EmbeddingCollectionSelector",
     "LLMCollectionSelector",
+    "check_profile_file",
+    "check_signals",
     "parse_collection_reply",
+    "parse_profile",
     "restrict_by_fields",
 ]

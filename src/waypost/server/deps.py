@@ -18,6 +18,9 @@ from waypost.server.config import ServerConfig
 from waypost.server.jobs import JobRunner
 from waypost.server.tenants import LOCAL_TENANT, TenantEngines
 from waypost.store.control import ApiKey, ControlStore
+from waypost.validation import AUTO_COLLECTION
+
+AUTO_ELSEWHERE = "collection auto (waypost chooses) works for retrieve and answer only; name a collection here"
 
 bearer = HTTPBearer(auto_error=False, description="An API key: `waypost key create TENANT --scope read`")
 
@@ -101,6 +104,8 @@ async def open_collection(engine: AsyncEngine, name: str) -> AsyncCollection:
     try:
         return await engine.collection(name)
     except CollectionNotFoundError:
+        if name == AUTO_COLLECTION:  # a route that takes one collection: say where auto works
+            raise HTTPException(404, AUTO_ELSEWHERE) from None
         raise HTTPException(404, f"no collection {name!r}") from None
 
 

@@ -30,6 +30,7 @@ from waypost import __version__
 from waypost.aio import AsyncCollection, AsyncEngine
 from waypost.errors import CollectionNotFoundError, WaypostError
 from waypost.server.auth import Principal
+from waypost.server.auto import choose, is_auto, search_auto
 from waypost.server.deps import ServerState
 from waypost.server.jobs import new_job_id
 from waypost.server.models import (
@@ -57,10 +58,16 @@ MAX_LISTED_RESOURCES = 500  # resources/list names at most this many documents (
 INSTRUCTIONS = (
     "waypost searches the user's document collections. Call waypost_list_collections first, then "
     "waypost_search (ranked passages with scores and exact character spans) or waypost_answer (a cited "
-    "answer). Read a whole document as the resource waypost://COLLECTION/DOCUMENT."
+    'answer); collection "auto" lets waypost choose the collection. Read a whole document as the resource '
+    "waypost://COLLECTION/DOCUMENT."
 )
 
 Name = Annotated[str, Field(min_length=1, max_length=128, description="A collection name (waypost_list_collections)")]
+Chosen = Annotated[
+    str,
+    Field(min_length=1, max_length=128, description="A collection name (waypost_list_collections), or auto: "
+          "waypost chooses the collection for the query"),
+]  # fmt: skip
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
 Strategy = Annotated[str, Field(max_length=64, description="auto (the router picks the pipeline) or a strategy name")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -103,24 +110,33 @@ class Tools:
     # -- tools ----------------------------------------------------------------------------------------
     async def search(
         self,
-        collection: Name,
+        collection: Chosen,
         query: Query,
         ctx: Context,
         strategy: Strategy = "auto",
         k: Annotated[int, Field(ge=1, le=100)] = 10,
     ) -> RetrieveOut:
-        """Search a collection: the best passages, each with its document id, chunk id, score and exact span
-        [start, end) in the document's text. strategy "auto" lets the router choose the pipeline (route says
-        which and why)."""
+        """Search a collection: the best passages, each with its collection, document id, chunk id, score and
+        exact span [start, end) in the document's text. strategy "auto" lets the router choose the pipeline
+        (route says which and why); collection "auto" lets waypost choose the collection(s) too, fusing
+        several when the query fits more than one (collections and collection_choice say which and why)."""
         engine = self.engine(self.principal(ctx))
-        coll = await self.collection(engine, collection)
+        k = min(k, self.state.config.max_k)
         t0 = time.perf_counter()
+        choice = None
         try:
-            result = await coll.retrieve(query, strategy or "auto", min(k, self.state.config.max_k))
+            if is_auto(collection):
+                result, choice = await search_auto(engine, query, strategy or "auto", k, None)
+                searched = choice.collections
+            else:
+                coll = await self.collection(engine, collection)
+                result, searched = await coll.retrieve(query, strategy or "auto", k), [coll.name]
         except WaypostError as exc:
             raise ToolError(str(exc)) from None
         return RetrieveOut(
-            collection=coll.name,
+            collection=searched[0],
+            collections=searched,
+            collection_choice=choice,
             strategy=result.explanation.strategy,
             hits=hits_out(result.hits),
             route=result.explanation.route,
@@ -129,18 +145,23 @@ class Tools:
 
     async def answer(
         self,
-        collection: Name,
+        collection: Chosen,
         question: Query,
         ctx: Context,
         strategy: Strategy = "auto",
         k: Annotated[int, Field(ge=1, le=50)] = 5,
     ) -> AnswerOut:
         """Answer a question from a collection, citing its sources: each citation [n] gives the document id
-        and the exact span of the cited text."""
+        and the exact span of the cited text. collection "auto" lets waypost choose the collection; the answer
+        comes from the one it chooses first (collection and collection_choice say which and why)."""
         engine = self.engine(self.principal(ctx))
-        coll = await self.collection(engine, collection)
         try:
-            return answer_out(await coll.answer(question, strategy or "auto", k))
+            choice = await choose(engine, question) if is_auto(collection) else None
+        except WaypostError as exc:
+            raise ToolError(str(exc)) from None
+        coll = await self.collection(engine, choice.collections[0] if choice else collection)
+        try:
+            return answer_out(await coll.answer(question, strategy or "auto", k), coll.name, choice)
         except WaypostError as exc:
             raise ToolError(str(exc)) from None
 

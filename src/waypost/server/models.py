@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Scalar = str | int | float | bool | None
 MAX_QUERY_CHARS = 4000
+AUTO_DESCRIPTION = "a collection name, or auto: waypost chooses the collection(s) for the query"
 
 
 class Strict(BaseModel):
@@ -103,7 +104,7 @@ class PassagesIn(Strict):
 
 
 class RetrieveIn(Strict):
-    collection: str = Field(min_length=1, max_length=128)
+    collection: str = Field(min_length=1, max_length=128, description=AUTO_DESCRIPTION + " (fused when several)")
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     strategy: str = Field(default="auto", description="auto, or a name from GET /v1/strategies")
     k: int = Field(default=10, ge=1, le=100)
@@ -119,6 +120,7 @@ class RetrieveIn(Strict):
 class HitOut(BaseModel):
     rank: int
     chunk_id: str
+    collection: str = Field(description="the collection holding the document (fused results mix collections)")
     document_id: str
     title: str
     section: list[str]
@@ -130,8 +132,20 @@ class HitOut(BaseModel):
     passage: dict[str, Any] | None = None
 
 
+class CollectionChoiceOut(BaseModel):
+    """What collection ``auto`` chose: the collections (the first leads), how sure, by what and why."""
+
+    collections: list[str]
+    confidence: float
+    selector: str
+    reasoning: str
+    scores: dict[str, float] = Field(default_factory=dict)
+
+
 class RetrieveOut(BaseModel):
-    collection: str
+    collection: str = Field(description="the collection searched; with auto, the first one chosen")
+    collections: list[str] = Field(description="every collection searched (auto may fuse several)")
+    collection_choice: CollectionChoiceOut | None = Field(default=None, description="auto: what chose and why")
     strategy: str
     hits: list[HitOut]
     route: dict[str, Any] | None = Field(default=None, description="auto: pipeline, confidence and reasoning")
@@ -140,7 +154,9 @@ class RetrieveOut(BaseModel):
 
 
 class AnswerIn(Strict):
-    collection: str = Field(min_length=1, max_length=128)
+    collection: str = Field(
+        min_length=1, max_length=128, description=AUTO_DESCRIPTION + " (the answer comes from the first alone)"
+    )
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     strategy: str = "auto"
     k: int = Field(default=5, ge=1, le=50)
@@ -157,6 +173,8 @@ class CitationOut(BaseModel):
 
 
 class AnswerOut(BaseModel):
+    collection: str = Field(description="the collection the answer comes from")
+    collection_choice: CollectionChoiceOut | None = Field(default=None, description="auto: what chose and why")
     question: str
     answer: str
     mode: str

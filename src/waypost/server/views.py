@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from waypost.base import CollectionInfo
-from waypost.server.models import CollectionOut, DocumentOut, DocumentSummary, HitOut, JobOut
+from waypost.route.base import CollectionChoice
+from waypost.server.models import CollectionChoiceOut, CollectionOut, DocumentOut, DocumentSummary, HitOut, JobOut
 from waypost.store.control import JobRecord
 from waypost.types import Document, Hit
 
@@ -12,6 +13,7 @@ def hit_out(rank: int, hit: Hit) -> HitOut:
     return HitOut(
         rank=rank,
         chunk_id=hit.chunk.id,
+        collection=hit.provenance.collection,
         document_id=hit.chunk.document_id,
         title=hit.provenance.document_title,
         section=list(hit.chunk.section),
@@ -26,6 +28,10 @@ def hit_out(rank: int, hit: Hit) -> HitOut:
 
 def hits_out(hits: list[Hit]) -> list[HitOut]:
     return [hit_out(i, h) for i, h in enumerate(hits, start=1)]
+
+
+def choice_out(choice: CollectionChoice) -> CollectionChoiceOut:
+    return CollectionChoiceOut.model_validate(choice.to_dict())
 
 
 def collection_out(info: CollectionInfo, language: str) -> CollectionOut:

@@ -14,8 +14,9 @@ from fastapi import APIRouter
 from waypost.answer.model import Answer
 from waypost.collection import check_request
 from waypost.errors import WaypostError
+from waypost.server.auto import choose, is_auto
 from waypost.server.deps import Reader, State, TenantEngine, open_collection
-from waypost.server.models import AnswerIn, AnswerOut, CitationOut, ErrorOut
+from waypost.server.models import AnswerIn, AnswerOut, CitationOut, CollectionChoiceOut, ErrorOut
 from waypost.server.sse import sse_event, sse_response
 from waypost.server.views import hits_out
 
@@ -23,9 +24,11 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["answers"], responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}})
 
 
-def answer_out(answer: Answer) -> AnswerOut:
+def answer_out(answer: Answer, collection: str, choice: CollectionChoiceOut | None = None) -> AnswerOut:
     data = answer.to_dict()
     return AnswerOut(
+        collection=collection,
+        collection_choice=choice,
         question=answer.question,
         answer=answer.text,
         mode=answer.mode,
@@ -42,11 +45,13 @@ def answer_out(answer: Answer) -> AnswerOut:
     responses={200: {"content": {"text/event-stream": {}}}, 400: {"model": ErrorOut}},
 )
 async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) -> Any:
-    """Answer a question from a collection with citations (an LLM if configured, else extractive)."""
-    coll = await open_collection(engine, body.collection)
+    """Answer a question from a collection with citations (an LLM if configured, else extractive); collection
+    ``auto``: from the collection waypost chooses (``collection_choice`` says which and why)."""
+    check_request(body.question, body.strategy, body.k, body.params)  # a 400 before any work (or stream)
+    choice = await choose(engine, body.question) if is_auto(body.collection) else None
+    coll = await open_collection(engine, choice.collections[0] if choice else body.collection)
     if not body.stream:
-        return answer_out(await coll.answer(body.question, body.strategy, body.k, body.params))
-    check_request(body.question, body.strategy, body.k, body.params)  # a bad request is a 400, not a stream
+        return answer_out(await coll.answer(body.question, body.strategy, body.k, body.params), coll.name, choice)
 
     async def events() -> AsyncIterator[str]:
         try:
@@ -60,14 +65,15 @@ async def answer(body: AnswerIn, _: Reader, engine: TenantEngine, state: State) 
                 {"n": h.rank, "document_id": h.document_id, "title": h.title, "span": h.span} for h in hits
             ]
             yield sse_event("retrieval", {"hits": [h.model_dump() for h in hits], "sources": len(hits),
-                                          "citations": sources})  # fmt: skip
+                                          "citations": sources, "collection": coll.name,
+                                          "collection_choice": choice and choice.model_dump()})  # fmt: skip
             while (token := await coll.next_token(stream)) is not None:
                 yield sse_event("token", {"text": token})
             final = stream.answer
             if final is None:
                 yield sse_event("error", {"error": "the answer stream ended without an answer"})
                 return
-            done = answer_out(final).model_dump()
+            done = answer_out(final, coll.name, choice).model_dump()
             done.pop("hits")
             yield sse_event("done", done)
         except WaypostError as exc:

@@ -14,6 +14,7 @@ from waypost.errors import WaypostError
 from waypost.filters.model import Filter, from_obj
 from waypost.post.passages import PassageConfig, PassagePolicy
 from waypost.retrieval.registry import STRATEGIES
+from waypost.server.auto import AUTO_REFUSES, is_auto, search_auto
 from waypost.server.deps import Reader, TenantEngine, Writer, open_collection
 from waypost.server.models import (
     CompareIn,
@@ -73,7 +74,10 @@ async def run_retrieve(
 
 @router.post("/retrieve", response_model=RetrieveOut, responses={400: {"model": ErrorOut}})
 async def retrieve(body: RetrieveIn, _: Reader, engine: TenantEngine) -> RetrieveOut:
-    """Search one collection with a strategy, or ``auto`` (the router picks the pipeline and says why)."""
+    """Search one collection with a strategy, or ``auto`` (the router picks the pipeline and says why);
+    collection ``auto`` lets waypost choose the collection(s) too (``collection_choice`` says which and why)."""
+    if is_auto(body.collection):
+        return await retrieve_auto(body, engine)
     coll = await open_collection(engine, body.collection)
     result, ms = await run_retrieve(
         coll, body.query, body.strategy, body.k, body.filters, body.params, body.passages, body.rerank
@@ -81,11 +85,30 @@ async def retrieve(body: RetrieveIn, _: Reader, engine: TenantEngine) -> Retriev
     explanation = result.explanation.to_dict()
     return RetrieveOut(
         collection=coll.name,
+        collections=[coll.name],
         strategy=result.explanation.strategy,
         hits=hits_out(result.hits),
         route=result.explanation.route,
         explanation=explanation if body.explain else None,
         latency_ms=round(ms, 3),
+    )
+
+
+async def retrieve_auto(body: RetrieveIn, engine: TenantEngine) -> RetrieveOut:
+    """Collection ``auto``: stage 1 chooses, several chosen collections are fused (``Engine.search``)."""
+    if body.params or body.passages is not None or body.rerank is not None:
+        raise HTTPException(400, AUTO_REFUSES + "; name a collection to use them")
+    t0 = time.perf_counter()
+    result, choice = await search_auto(engine, body.query, body.strategy, body.k, filter_of(body.filters))
+    return RetrieveOut(
+        collection=choice.collections[0],
+        collections=choice.collections,
+        collection_choice=choice,
+        strategy=result.explanation.strategy,
+        hits=hits_out(result.hits),
+        route=result.explanation.route,
+        explanation=result.explanation.to_dict() if body.explain else None,
+        latency_ms=round((time.perf_counter() - t0) * 1000, 3),
     )
 
 

@@ -406,10 +406,12 @@
   // ---- query -----------------------------------------------------------------------------------------------------
   async function runQuery(event) {
     event.preventDefault();
-    if (!needCollection()) return;
+    const auto = $("q-auto-collection").checked; // collection "auto": waypost chooses (no params then)
+    if (!auto && !needCollection()) return;
     const body = {
-      collection: state.collection, query: $("q").value, strategy: $("q-strategy").value,
-      k: Number($("q-k").value) || 10, explain: $("q-explain").checked, params: paramValues($("q-params")),
+      collection: auto ? "auto" : state.collection, query: $("q").value, strategy: $("q-strategy").value,
+      k: Number($("q-k").value) || 10, explain: $("q-explain").checked,
+      params: auto ? undefined : paramValues($("q-params")),
     };
     const rawFilters = $("q-filters").value.trim();
     $("q-filters").classList.remove("invalid");
@@ -430,6 +432,10 @@
   function renderRetrieval(res, collection) {
     const nodes = [el("div", { class: "summary muted" },
       `${res.hits.length} hits · strategy `, el("strong", { text: res.strategy }), ` · ${ms(res.latency_ms)}`)];
+    if (res.collection_choice) {
+      nodes.push(el("div", { class: "summary muted collection-choice" }, "auto chose collection ",
+        el("strong", { text: res.collections.join(", ") }), ` · ${res.collection_choice.reasoning}`));
+    }
     if (res.route) nodes.push(routeBox(res.route));
     if (res.explanation) nodes.push(explainBox(res.explanation));
     const hits = el("div", { class: "hits" }, res.hits.map((h) => hitCard(h, collection)));
@@ -527,7 +533,7 @@
       hit.passage ? el("div", { class: "small muted passage", text: `passage (${hit.passage.policy}) of `
         + `${plural((hit.passage.chunk_ids || []).length, "chunk")} around ${hit.passage.anchor}` }) : null,
       el("button", { type: "button", class: "link small", text: "Open in document →",
-        onclick: () => openDocument(collection, hit.document_id, hit.span) }));
+        onclick: () => openDocument(hit.collection || collection, hit.document_id, hit.span) }));
   }
 
   // ---- compare -----------------------------------------------------------------------------------------------------
