@@ -32,6 +32,7 @@ from waypost.route.model import GainModel
 from waypost.route.planner import RulePlanner
 from waypost.route.selectors.learned import LearnedSelector
 from waypost.route.train import router_features
+from waypost.store.backend import store_exists
 
 
 def summary(changes: list[float]) -> dict[str, Any]:
@@ -55,6 +56,8 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=0, help="at most this many questions per set (0: all)")
     args = parser.parse_args()
+    if not store_exists(args.store):
+        raise SystemExit(f"no store at {args.store}: run `waypost bench mixed` first")
     engine = Engine(args.store)
     table = outcome_table(list(OutcomeCache.under(args.store).rows.values()))
     planner = RulePlanner()

@@ -267,12 +267,20 @@ def test_an_unsure_collection_choice_lets_the_corrective_loop_try_the_runner_up(
     assert result.explanation.route["attempts"][0]["action"] == "another collection"
     assert {h.chunk.document_id for h in result.hits} <= {d.id for d in SKY}  # the runner-up: sky
     assert result.explanation.route["collection"] == "sky"
+    # the HTTP API and MCP name the collection the hits come from, not stage 1's unsure pick
+    import anyio
+
+    from waypost.aio import AsyncEngine
+    from waypost.server.auto import search_auto
+
+    _found, chosen, answered = anyio.run(search_auto, AsyncEngine(three), "moons of the planets", "auto", 2, None)
+    assert chosen.collections == ["recipes"] and answered == ["sky"]
     # sky's hits were not cached under recipes' key: recipes answers from recipes, and never serves them again
     own = three.collection("recipes").retrieve("moons of planets", "auto", 2)
     assert own.explanation.route is not None and not own.explanation.route["cache_hit"]
     three.use_collection_selector(Unsure("recipes", 0.9))
     sure = three.search("moons of planets", k=2)
-    assert loop.offered == [True, False]
+    assert loop.offered == [True, True, False]
     assert {h.chunk.document_id for h in sure.hits} <= {d.id for d in RECIPES}
 
 

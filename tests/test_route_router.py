@@ -304,7 +304,7 @@ def test_document_types_the_query_names_filter_on_the_field_that_holds_them(tmp_
         assert {h.document_id for h in result.hits} == {"r0", "r3"}
         route = result.explanation.route
         assert route is not None and route["plan"]["document_types_applied"] == (
-            "document types pdf: filtered on kind = 'PDF'"
+            "document types pdf: filtered on kind = 'pdf'"
         )
         assert len(reports.retrieve("budget figures for ferries", "auto", 6).hits) == 6
         plain = engine.collection("plain", create=True)

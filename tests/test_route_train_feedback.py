@@ -14,6 +14,8 @@ from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError
 from waypost.evaluation.feedback import MIN_QUERIES, feedback_workload
+from waypost.evaluation.outcomes import run_outcomes, score
+from waypost.route.base import Pipeline
 
 # (query, the chunk that answered it) as a user of the route corpus would mark them
 USED = [
@@ -91,3 +93,21 @@ def test_feedback_training_refuses_what_it_cannot_do(store: Path, tmp_path: Path
         run = cli("router", "train", *args)
         assert run.exit_code != 0 and message in run.stderr, run.stderr
         assert not out.exists()
+
+
+def test_more_feedback_rescores_the_cached_outcomes(store: Path, minilm: Embedder) -> None:
+    """Feedback adds relevant documents without a new generation: cached hits are scored against the gold
+    as it is now, never with the score stored beside them."""
+    ferry = "who ran the ferry company"
+    bm25 = [Pipeline.of("bm25")]
+    with Engine(store) as engine:
+        engine.register_embedder(minilm)
+        before = {o.query_id: o for o in run_outcomes(engine, feedback_workload(engine), bm25, "train")}
+        engine.collection("c").feedback(ferry, "brask#0", "used")
+        workload = feedback_workload(engine)
+        query = next(q for q in workload.queries("train") if q.text == ferry)
+        assert query.gold == {"vell": 1, "brask": 1}
+        after = {o.query_id: o for o in run_outcomes(engine, workload, bm25, "train")}
+    assert after[query.id].hits == before[query.id].hits  # from the cache, not retrieved again
+    assert after[query.id].value == pytest.approx(score(query, after[query.id].hits))
+    assert after[query.id].value != before[query.id].value

@@ -138,7 +138,7 @@ def test_a_bad_collections_profile_stops_the_command_before_it_serves(cli: Cli, 
         ["--root", tmp_path / "root", "--no-auth", "--host", "0.0.0.0"] if command == "serve" else ["--store", store]
     )
     for path, message in (
-        (tmp_path / "missing.json", "cannot read the collections profile"),
+        (tmp_path / "missing.json", "cannot read the collection selector profile"),
         (profile(tmp_path, "{not json", "broken"), "not a collection selector profile"),
         (profile(tmp_path, '{"weights": {"colour": 1.0}}', "unknown"), "unknown collection signals"),
         (profile(tmp_path, "[1, 2]", "list"), "not a collection selector profile"),

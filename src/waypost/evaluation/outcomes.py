@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +152,8 @@ def run_outcomes(
     cache: OutcomeCache | None = None,
 ) -> list[Outcome]:
     """One row per (query, pipeline) for every pipeline runnable on the query's collection (a pipeline
-    whose tree or graph is missing is left out, never built here). Cached rows are reused."""
+    whose tree or graph is missing is left out, never built here). Cached rows' hits are reused and scored
+    against the query's gold as it is now (feedback adds relevant documents without a new generation)."""
     cache = cache or OutcomeCache.under(engine.path)
     queries = workload.queries(split, limit)
     generations = {s.name: engine.store.generation(s.name) for s in workload.sets}
@@ -164,8 +165,8 @@ def run_outcomes(
             if not can_run[(q.collection, p)]:
                 continue
             found = cache.get(p.label, q.id, generations[q.collection])
-            if found is not None:
-                out.append(found)
+            if found is not None:  # rescored: the hits hold at one generation, the gold may have grown since
+                out.append(replace(found, value=score(q, found.hits)))
             else:
                 todo.append((q, p))
     if todo:

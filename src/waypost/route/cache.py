@@ -32,8 +32,10 @@ DEFAULT_TTL_S = 1800.0
 
 
 def normalize_query(query: str) -> str:
-    """Unicode NFC, case folded, runs of whitespace collapsed to one space, ends trimmed."""
-    return " ".join(unicodedata.normalize("NFC", query).casefold().split())
+    """Unicode NFC, runs of whitespace collapsed to one space, ends trimmed. Case is kept: the planner and
+    the router's entity features read capitals ("Odile Brask and Tomas Vell" splits, its lowercase does not),
+    so two spellings may be routed differently and must not share an entry."""
+    return " ".join(unicodedata.normalize("NFC", query).split())
 
 
 @dataclass(frozen=True)

@@ -286,14 +286,19 @@ def parse_profile(text: str) -> tuple[dict[str, float], float, dict[str, list[st
     return weights, fuse_ratio, exemplars
 
 
+def read_profile_text(path: Path) -> str:
+    """A collection selector profile's text; ``WaypostError`` naming the file when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise WaypostError(f"cannot read the collection selector profile {path}: {reason}") from None
+
+
 def check_profile_file(path: Path) -> None:
     """Read and parse a collections profile without an engine (a server checks one before it starts);
     ``WaypostError`` naming the file when it cannot be read or is not a profile."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise WaypostError(f"cannot read the collections profile {path}: {reason}") from None
+    text = read_profile_text(path)
     try:
         parse_profile(text)
     except InvalidInputError as exc:

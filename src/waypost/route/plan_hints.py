@@ -169,8 +169,8 @@ _RECALL = re.compile(
 )
 
 
-# Thai, Lao, Khmer, Myanmar, CJK ideographs, kana and Hangul syllables: written without spaces between words
-_UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Thai, Lao, Khmer, Myanmar, kana and CJK ideographs: written without spaces between words
+_UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff]")
 
 
 def word_count(query: str) -> int:

@@ -188,16 +188,15 @@ def apply_constraints(plan: QueryPlan, result: RetrievalResult) -> RetrievalResu
 
 
 def type_filter(plan: QueryPlan, catalog: FieldCatalog) -> tuple[Filter | None, str]:
-    """The plan's document types ("in the PDFs") as a filter on the one text field whose values name them,
-    matched case-insensitively (the loaders' ``format``: "pdf"). None, and why, when no field or several
-    hold them: the wording then names a topic more likely than a type."""
+    """The plan's document types ("in the PDFs") as a filter on the one text field whose live values name
+    them; values match case-insensitively, as filters do (the loaders' ``format``: "pdf"). None, and why,
+    when no field or several hold them: the wording then names a topic more likely than a type."""
     if not plan.document_types:
         return None, ""
-    wanted = {t.lower() for t in plan.document_types}
     holding: dict[str, list[str]] = {}
-    for name in catalog.fields:
+    for name in catalog.fields:  # a lookup per type and field: never every value of a field
         if is_text(catalog.field_kind(name)):
-            found = sorted(v for v in catalog.values(name) if isinstance(v, str) and v.lower() in wanted)
+            found = [t for t in plan.document_types if len(catalog.positions(name, t))]
             if found:
                 holding[name] = found
     types = ", ".join(plan.document_types)

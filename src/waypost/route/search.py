@@ -13,7 +13,7 @@ from waypost.filters.model import Filter, check_filter
 from waypost.retrieval.registry import DEFAULT_STRATEGY
 from waypost.route import plan_hints
 from waypost.route.base import AUTO, CollectionChoice, CollectionSelector
-from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector
+from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, read_profile_text
 from waypost.route.execute import fuse_results
 from waypost.types import RetrievalResult
 from waypost.validation import positive_int, query_text
@@ -34,12 +34,7 @@ def make_collection_selector(engine: Engine, kind: str = "embedding") -> Collect
     if kind == "embedding":
         return embedding
     if kind.startswith("learned:"):
-        path = Path(kind.removeprefix("learned:"))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise WaypostError(f"cannot read the collection selector profile {path}: {exc.strerror}") from None
-        return EmbeddingCollectionSelector.from_json(engine, text)
+        return EmbeddingCollectionSelector.from_json(engine, read_profile_text(Path(kind.removeprefix("learned:"))))
     if kind == "llm":
         llm = engine.llm()
         if llm is None:

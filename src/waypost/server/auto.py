@@ -23,11 +23,16 @@ def is_auto(collection: str) -> bool:
 
 async def search_auto(
     engine: AsyncEngine, query: str, strategy: str, k: int, filters: Filter | None
-) -> tuple[RetrievalResult, CollectionChoiceOut]:
-    """``Engine.search`` with no collections named (on the engine's pool), and what stage 1 chose."""
+) -> tuple[RetrievalResult, CollectionChoiceOut, list[str]]:
+    """``Engine.search`` with no collections named (on the engine's pool), what stage 1 chose, and the
+    collections the hits come from: the chosen ones, or the runner-up whose result the corrective loop
+    kept when stage 1 was unsure of a single choice."""
     result = await engine.run(partial(engine.sync.search, query, k, None, strategy, filters))
-    chosen = (result.explanation.route or {})["collections"]  # search always records its choice here
-    return result, CollectionChoiceOut.model_validate(chosen)
+    route = result.explanation.route or {}
+    choice = CollectionChoiceOut.model_validate(route["collections"])  # search always records its choice here
+    kept = route.get("collection")
+    answered = [kept] if len(choice.collections) == 1 and isinstance(kept, str) and kept else choice.collections
+    return result, choice, answered
 
 
 async def choose(engine: AsyncEngine, question: str) -> CollectionChoiceOut:

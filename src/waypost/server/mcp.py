@@ -126,8 +126,7 @@ class Tools:
         choice = None
         try:
             if is_auto(collection):
-                result, choice = await search_auto(engine, query, strategy or "auto", k, None)
-                searched = choice.collections
+                result, choice, searched = await search_auto(engine, query, strategy or "auto", k, None)
             else:
                 coll = await self.collection(engine, collection)
                 result, searched = await coll.retrieve(query, strategy or "auto", k), [coll.name]

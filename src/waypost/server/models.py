@@ -143,8 +143,11 @@ class CollectionChoiceOut(BaseModel):
 
 
 class RetrieveOut(BaseModel):
-    collection: str = Field(description="the collection searched; with auto, the first one chosen")
-    collections: list[str] = Field(description="every collection searched (auto may fuse several)")
+    collection: str = Field(
+        description="the collection the hits come from; with auto, the lead one (or the runner-up whose result "
+        "the corrective loop kept when stage 1 was unsure)"
+    )
+    collections: list[str] = Field(description="every collection the hits come from (auto may fuse several)")
     collection_choice: CollectionChoiceOut | None = Field(default=None, description="auto: what chose and why")
     strategy: str
     hits: list[HitOut]

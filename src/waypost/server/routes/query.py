@@ -99,10 +99,10 @@ async def retrieve_auto(body: RetrieveIn, engine: TenantEngine) -> RetrieveOut:
     if body.params or body.passages is not None or body.rerank is not None:
         raise HTTPException(400, AUTO_REFUSES + "; name a collection to use them")
     t0 = time.perf_counter()
-    result, choice = await search_auto(engine, body.query, body.strategy, body.k, filter_of(body.filters))
+    result, choice, answered = await search_auto(engine, body.query, body.strategy, body.k, filter_of(body.filters))
     return RetrieveOut(
-        collection=choice.collections[0],
-        collections=choice.collections,
+        collection=answered[0],
+        collections=answered,
         collection_choice=choice,
         strategy=result.explanation.strategy,
         hits=hits_out(result.hits),
