@@ -7,14 +7,11 @@ a save: they keep using the view they were handed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import sys
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,11 +31,10 @@ from waypost.index.dense import (
     build_graphs,
     extend_graphs,
 )
-from waypost.index.lexical import Vocabulary
-from waypost.index.segment import Segment, fsync_path
-from waypost.index.set import BM25Params, IndexSet, MergePolicy, segment_name
+from waypost.index.saved_state import StateSettings, load_state, save_state
+from waypost.index.segment import Segment
+from waypost.index.set import BM25Params, IndexSet, MergePolicy, compact_vocabulary, segment_name
 from waypost.index.state_files import (
-    atomic_write,
     collect_garbage,
     directory_lock,
     remove_tree,
@@ -48,7 +44,6 @@ from waypost.text.analyzers import analyzers
 
 BoolArray = npt.NDArray[np.bool_]
 
-STATE_FORMAT = 1
 CONSUMER = "flat-indexes"
 GRAPHS_LATER_FROM = 100_000  # rows: a rebuild this large answers first and builds its HNSW graphs afterwards
 KEPT_ERRORS = 5  # recent background errors kept for ``status`` (all of them go to the log)
@@ -318,7 +313,7 @@ class LiveIndex:
     def _drop_unused_terms(self, state: IndexSet) -> IndexSet:
         """After a merge into one segment without tombstones, the vocabulary keeps only the terms its rows
         use, so a deleted document's words leave the saved vocabulary; ``state`` itself otherwise."""
-        compacted = _compact_vocabulary(state)
+        compacted = compact_vocabulary(state)
         if compacted is None:
             return state
         with self._lock:
@@ -431,41 +426,7 @@ class LiveIndex:
         base = self._base(uid)
         base.mkdir(parents=True, exist_ok=True)
         with directory_lock(base, exclusive=True):  # no other process collects files while we save
-            for segment in state.segments:
-                if segment.path is not None and not (segment.path / "segment.json").exists():
-                    segment.path = None  # another process collected it: save it again
-                if segment.path is None:
-                    target = base / f"seg-{segment.name}"
-                    if not target.exists():
-                        tmp = base / f".tmp-{segment.name}-{uuid.uuid4().hex[:6]}"
-                        tmp.mkdir()
-                        try:
-                            segment.save(tmp)
-                            fsync_path(tmp)
-                            os.rename(tmp, target)
-                            fsync_path(base)
-                        finally:
-                            remove_tree(tmp)
-                    segment.path = target
-            terms = state.vocab.terms[: len(state.vocab)]
-            payload = json.dumps(terms, ensure_ascii=False)
-            digest = hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
-            vocab_file = base / f"vocab-{len(terms)}-{digest}.json"  # named by content: never another order
-            if not vocab_file.exists():
-                atomic_write(vocab_file, payload)
-            manifest = {
-                "format": STATE_FORMAT,
-                "uid": uid,
-                "generation": state.generation,
-                "version": state.version,  # the write history it reflects: a state of another is never loaded
-                "segments": [f"seg-{s.name}" for s in state.segments],
-                "tombstones": state.tombstones().tolist(),
-                "vocab": vocab_file.name,
-                "vocab_sha1": digest,
-                "saved_at": time.time(),
-            }
-            path = base / f"state-{state.generation:012d}-{uuid.uuid4().hex[:8]}.json"
-            atomic_write(path, json.dumps(manifest))
+            path = save_state(base, uid, state)
             self._persisted = _Persisted(state.generation, path)
             try:
                 self.store.acknowledge(self.collection, CONSUMER, state.generation, state.version)
@@ -486,50 +447,18 @@ class LiveIndex:
     def _load_newest(self, base: Path, uid: str, head: int) -> IndexSet | None:
         for path in states_newest_first(base):
             try:
-                t0 = time.perf_counter()
-                manifest = json.loads(path.read_text())
-                generation = int(manifest["generation"])
-                if manifest.get("format") != STATE_FORMAT or manifest.get("uid") != uid or generation > head:
-                    continue
-                if manifest.get("version") != self.store.version_at(self.collection, generation):
-                    continue  # saved for another write history (commits lost since), or the log moved past it
-                payload = (base / manifest["vocab"]).read_text()
-                if hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16] != manifest.get("vocab_sha1"):
-                    raise ValueError(f"vocabulary {manifest['vocab']} does not match its state")
-                vocab = Vocabulary(json.loads(payload))
                 later = max(self.exact_below, GRAPHS_LATER_FROM) if self._graphs_later(sys.maxsize) else None
-                segments = [  # in the background the full check follows on the worker thread
-                    Segment.load(
-                        base / name, graph_from=self.exact_below, full_check=not self.background, build_below=later
-                    )
-                    for name in manifest["segments"]
-                ]
-                if any(s.chunks.terms > len(vocab) or s.documents.terms > len(vocab) for s in segments):
-                    raise ValueError("a segment uses terms the saved vocabulary lacks")
-                segments = [_with_new_graph(s, generation) for s in segments]
-                tombstones = np.asarray(manifest["tombstones"], dtype=np.int64)
-                lives: list[BoolArray | None] = []
-                for s in segments:
-                    dead = s.positions_of_rows(tombstones)
-                    if dead.size:
-                        live = np.ones(len(s), np.bool_)
-                        live[dead] = False
-                        lives.append(live)
-                        s.dense.mark_deleted(dead)
-                    else:
-                        lives.append(None)
-                state = IndexSet(
-                    self.collection,
-                    generation,
-                    str(manifest["version"]),
-                    segments,
-                    lives,
-                    vocab,
-                    self.analyzers,
-                    self.params,
-                    exact_below=self.exact_below,
+                state = load_state(
+                    path,
+                    uid,
+                    head,
+                    lambda generation: self.store.version_at(self.collection, generation),
+                    StateSettings(self.collection, self.analyzers, self.params, self.exact_below, not self.background),
+                    build_below=later,
                 )
-                state.build_seconds = time.perf_counter() - t0
+                if state is None:
+                    continue
+                generation, segments = state.generation, list(state.segments)
                 self.loaded_from = f"{path.name} (saved generation {generation})"
                 self._persisted = _Persisted(generation, path)
                 if self.background:
@@ -601,52 +530,6 @@ class LiveIndex:
             errors=list(self.errors),
             error_count=self.error_count,
         )
-
-
-def _compact_vocabulary(state: IndexSet) -> IndexSet | None:
-    """``state`` with a vocabulary of only the terms some row uses (ids renumbered in order), or ``None``
-    when it has tombstones (their postings still name terms) or every term is used."""
-    if any(live is not None for live in state.lives):
-        return None
-    size = len(state.vocab)
-    used = np.zeros(size, dtype=np.bool_)
-    for segment in state.segments:
-        for postings in (segment.chunks, segment.documents):
-            used[: postings.terms] |= np.asarray(postings.df) > 0
-    if used.all():
-        return None
-    keep = np.flatnonzero(used)
-    vocab = Vocabulary([state.vocab.terms[i] for i in keep.tolist()])
-    segments = [
-        replace(
-            s,
-            name=segment_name(state.generation),
-            chunks=s.chunks.select_terms(keep, size),
-            documents=s.documents.select_terms(keep, size),
-            path=None,
-            _lock=threading.Lock(),
-        )
-        for s in state.segments
-    ]
-    return IndexSet(
-        state.collection,
-        state.generation,
-        state.version,
-        segments,
-        state.lives,
-        vocab,
-        state.analyzers,
-        state.params,
-        exact_below=state.exact_below,
-    )
-
-
-def _with_new_graph(segment: Segment, generation: int) -> Segment:
-    """A loaded segment whose HNSW graph was built at load (saved without one, then below the threshold) as an
-    unsaved segment of a new name, so the next save writes it with its graph and later loads read that."""
-    if not segment.dense.graphs or segment.path is None or (segment.path / "hnsw.bin").exists():
-        return segment
-    return replace(segment, name=segment_name(generation), path=None, _lock=threading.Lock())
 
 
 __all__ = ["LiveIndex", "LiveStatus"]

@@ -8,10 +8,11 @@ collection (``IndexCache``).
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -370,4 +371,42 @@ def segment_name(generation: int) -> str:
     return f"g{generation}-{uuid.uuid4().hex[:8]}"
 
 
-__all__ = ["BM25Params", "BM25View", "IndexSet", "MergePolicy", "segment_name"]
+def compact_vocabulary(state: IndexSet) -> IndexSet | None:
+    """``state`` with a vocabulary of only the terms some row uses (ids renumbered in order), or ``None``
+    when it has tombstones (their postings still name terms) or every term is used."""
+    if any(live is not None for live in state.lives):
+        return None
+    size = len(state.vocab)
+    used = np.zeros(size, dtype=np.bool_)
+    for segment in state.segments:
+        for postings in (segment.chunks, segment.documents):
+            used[: postings.terms] |= np.asarray(postings.df) > 0
+    if used.all():
+        return None
+    keep = np.flatnonzero(used)
+    vocab = Vocabulary([state.vocab.terms[i] for i in keep.tolist()])
+    segments = [
+        replace(
+            s,
+            name=segment_name(state.generation),
+            chunks=s.chunks.select_terms(keep, size),
+            documents=s.documents.select_terms(keep, size),
+            path=None,
+            _lock=threading.Lock(),
+        )
+        for s in state.segments
+    ]
+    return IndexSet(
+        state.collection,
+        state.generation,
+        state.version,
+        segments,
+        state.lives,
+        vocab,
+        state.analyzers,
+        state.params,
+        exact_below=state.exact_below,
+    )
+
+
+__all__ = ["BM25Params", "BM25View", "IndexSet", "MergePolicy", "compact_vocabulary", "segment_name"]
