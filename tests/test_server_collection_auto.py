@@ -198,3 +198,34 @@ def test_mcp_auto_with_a_profile_that_fuses(tmp_path: Path, minilm: Embedder) ->
     with mcp_cli.mcp_state(store, None, None, "none", selector) as (state, principal):
         assert state.engines.config.collection_selector == f"learned:{fuse_all}"
         anyio.run(main, build_mcp_server(state, lambda _ctx: principal))
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_a_router_profile_is_checked_before_serving_and_reaches_every_engine(
+    cli: Cli, tmp_path: Path, command: str
+) -> None:
+    from waypost.route.model import DEFAULT_PROFILE
+
+    store = tmp_path / "store"
+    with Engine(store):
+        pass
+    where = (
+        ["--root", tmp_path / "root", "--no-auth", "--host", "0.0.0.0"] if command == "serve" else ["--store", store]
+    )
+    for path, message in (
+        (tmp_path / "missing.json", "cannot read router profile"),
+        (profile(tmp_path, "{not json", "broken"), "cannot read router profile"),
+    ):
+        result = cli(command, *where, "--router-profile", path)
+        assert result.exit_code == 2 and message in result.stderr and path.name in result.stderr, result.stderr
+        assert "serving" not in result.stderr and result.exception is None
+    good = tmp_path / "router.json"
+    good.write_text(DEFAULT_PROFILE.read_text())
+    if command == "serve":
+        config = serve_config(tmp_path, None, "127.0.0.1", False, (), 1, 32.0, "none", None, good)
+        assert config.engine.router.profile == good
+        result = cli(command, *where, "--router-profile", good)  # past the profile: stops at the loopback check
+        assert result.exit_code == 2 and "loopback" in result.stderr and "profile" not in result.stderr
+    else:
+        with mcp_cli.mcp_state(store, None, None, "none", "embedding", good) as (state, _principal):
+            assert state.engines.config.router.profile == good

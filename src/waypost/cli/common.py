@@ -98,6 +98,26 @@ def checked_collection_selector(profile: Path | None) -> str:
     return collection_selector(profile)
 
 
+ServerRouterProfileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--router-profile",
+        help="Route strategy auto with this profile (`waypost router train`, e.g. with --feedback); "
+        "default: the shipped one.",
+    ),
+]
+
+
+def checked_router_profile(profile: Path | None) -> Path | None:
+    """``RouterConfig.profile`` for a server (``serve``, ``mcp``): the profile is read and parsed now, so a bad
+    one stops the command before it serves anything."""
+    if profile is not None:
+        from waypost.route.router import load_profile
+
+        load_profile(profile)  # a WaypostError: main prints it on one line
+    return profile
+
+
 LlmOpt = Annotated[str, typer.Option("--llm", help="none (extractive), smollm2, gguf:PATH or openai:MODEL@URL.")]
 DEFAULT_STORE = Path(".waypost")
 StrategyOpt = Annotated[str, typer.Option(help=f"auto (the router chooses) or one of: {', '.join(STRATEGIES)}.")]

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from waypost.cli.app import app
-from waypost.cli.common import LlmOpt, ServerCollectionsProfileOpt, checked_collection_selector
+from waypost.cli.common import (
+    LlmOpt,
+    ServerCollectionsProfileOpt,
+    ServerRouterProfileOpt,
+    checked_collection_selector,
+    checked_router_profile,
+)
 from waypost.engine import EngineConfig
 from waypost.errors import WaypostError
 from waypost.server.tenants import TenantEngines
@@ -54,6 +60,7 @@ def mcp_command(
     key: KeyOpt = None,
     llm: LlmOpt = "none",
     collections_profile: ServerCollectionsProfileOpt = None,
+    router_profile: ServerRouterProfileOpt = None,
 ) -> None:
     """Serve MCP over stdio: tools waypost_search, waypost_answer, waypost_list_collections,
     waypost_add_document (write keys) and waypost_get_job; documents as waypost://COLLECTION/DOCUMENT."""
@@ -62,23 +69,31 @@ def mcp_command(
     if root is not None and not key:
         raise WaypostError("--root needs --key TOKEN (or WAYPOST_API_KEY): the key chooses the tenant and scopes")
     selector = checked_collection_selector(collections_profile)
+    routing = checked_router_profile(router_profile)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout carries the protocol alone
     import anyio
 
     from waypost.server.mcp import build_mcp_server
 
-    with mcp_state(store, root, key, llm, selector) as (state, principal):
+    with mcp_state(store, root, key, llm, selector, routing) as (state, principal):
         server = build_mcp_server(state, lambda _ctx: principal)
         anyio.run(server.run_stdio_async)
 
 
 @contextmanager
 def mcp_state(
-    store: Path | None, root: Path | None, key: str | None, llm: str, collection_selector: str = "embedding"
+    store: Path | None,
+    root: Path | None,
+    key: str | None,
+    llm: str,
+    collection_selector: str = "embedding",
+    router_profile: Path | None = None,
 ) -> Iterator[tuple[ServerState, Principal]]:
     """The server state and the one principal of this process; closed (running jobs finished) on the way out.
     Unlike ``waypost serve`` it resumes no unfinished jobs: with --root those belong to the server.
-    ``collection_selector``: ``EngineConfig.collection_selector`` (how collection auto chooses)."""
+    ``collection_selector``: ``EngineConfig.collection_selector`` (how collection auto chooses);
+    ``router_profile``: the router profile strategy auto uses (None: the shipped one)."""
+    from waypost.route.config import RouterConfig
     from waypost.server.auth import authenticate
     from waypost.server.config import ServerConfig
     from waypost.server.deps import ServerState, local_principal
@@ -94,7 +109,10 @@ def mcp_state(
     scratch = Path(tempfile.mkdtemp(prefix="waypost-mcp-")) if store is not None else None  # --store: jobs live here
     try:
         config = ServerConfig(
-            root=scratch or root or Path("."), engine=EngineConfig(llm=llm, collection_selector=collection_selector)
+            root=scratch or root or Path("."),
+            engine=EngineConfig(
+                llm=llm, collection_selector=collection_selector, router=RouterConfig(profile=router_profile)
+            ),
         )
         engines = StoreEngines(store, config.engine) if store is not None else TenantEngines(config.root, config.engine)
         control = open_control(config.root)

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from waypost.cli.app import app, console, err
-from waypost.cli.common import JsonOpt, LlmOpt, ServerCollectionsProfileOpt, checked_collection_selector
+from waypost.cli.common import (
+    JsonOpt,
+    LlmOpt,
+    ServerCollectionsProfileOpt,
+    ServerRouterProfileOpt,
+    checked_collection_selector,
+    checked_router_profile,
+)
 from waypost.errors import WaypostError
 from waypost.store.control import ControlError, ControlStore
 
@@ -148,13 +155,16 @@ def serve(
     ] = 32.0,
     llm: LlmOpt = "none",
     collections_profile: ServerCollectionsProfileOpt = None,
+    router_profile: ServerRouterProfileOpt = None,
 ) -> None:
     """Run the HTTP API, the playground (/) and MCP (/mcp) for every tenant of ROOT."""
     import uvicorn
 
     from waypost.server.app import create_app
 
-    config = serve_config(root, database, host, no_auth, tuple(cors), workers, max_file_mb, llm, collections_profile)
+    config = serve_config(
+        root, database, host, no_auth, tuple(cors), workers, max_file_mb, llm, collections_profile, router_profile
+    )
     if no_auth:
         err.print(f"[bold yellow]auth is off[/]: anyone who can reach {host}:{port} acts as the one local tenant")
     err.print(f"waypost serving {root} on http://{host}:{port} (API docs at /docs, playground at /)")
@@ -171,17 +181,20 @@ def serve_config(
     max_file_mb: float,
     llm: str,
     collections_profile: Path | None,
+    router_profile: Path | None = None,
 ) -> ServerConfig:
-    """What ``serve`` runs with, checked (a bad collections profile first) before anything is served."""
+    """What ``serve`` runs with, checked (bad collections or router profiles first) before anything is served."""
     from waypost.engine import EngineConfig
+    from waypost.route.config import RouterConfig
     from waypost.server.config import ServerConfig
 
     selector = checked_collection_selector(collections_profile)
+    router = RouterConfig(profile=checked_router_profile(router_profile))
     try:
         return ServerConfig(
             root=root,
             database=database,
-            engine=EngineConfig(llm=llm, collection_selector=selector),
+            engine=EngineConfig(llm=llm, collection_selector=selector, router=router),
             auth=not no_auth,
             host=host,
             cors_origins=cors,
