@@ -10,13 +10,12 @@ import numpy as np
 import psycopg
 
 from waypost.base import ChangeSet, make_version, version_incarnation
-from waypost.store.postgres_rows import read_rows
-from waypost.store.postgres_schema import PgStoreBase
+from waypost.store.postgres_rows import ChunkRows, read_rows
 
 LOG_RETENTION_S = 3600.0  # a change stays in the log at least this long after its commit (and until applied)
 
 
-class ChangeLog(PgStoreBase):
+class ChangeLog(ChunkRows):
     """The change log's half of ``PostgresStore``.
 
     Compaction keeps what every registered consumer applied, and also every change younger than

@@ -1,11 +1,13 @@
-"""Reading chunk rows of the PostgreSQL store in row order, fast: row ids and vectors arrive by binary ``COPY``
-and are parsed with one numpy view (no per-row Python), the texts through a server-side cursor, both inside
-the caller's one read transaction."""
+"""Reading chunk rows of the PostgreSQL store: by row id, the texts and rows that purging checks, and in row
+order, fast (``ChunkRows``, a base of ``PostgresStore`` in ``waypost.store.postgres``). A snapshot's row ids and
+vectors arrive by binary ``COPY`` and are parsed with one numpy view (no per-row Python), the texts through a
+server-side cursor, both inside the caller's one read transaction."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,13 +15,17 @@ import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
-from waypost.base import ChunkSnapshot
+from waypost.base import ChunkSnapshot, StoredChunk
 from waypost.errors import WaypostError
-from waypost.types import index_text
+from waypost.store.postgres_schema import PgStoreBase
+from waypost.types import Chunk, index_text
+
+__all__ = ["ChunkRows", "read_rows", "read_vectors"]
 
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _HEADER = len(_SIGNATURE) + 8  # signature, flags, header extension length (0)
 _TEXT_BATCH = 5000  # rows per fetch of the server-side cursor
+TEXT_BATCH = 2000  # rows per read of ``chunk_texts``
 
 
 def _row_dtype(dim: int) -> np.dtype[Any]:
@@ -170,3 +176,106 @@ class _Builder:
             document_languages=list(self._languages.values()),
             sections=self.sections,
         )
+
+
+def _fetch_all(query: str, params: tuple[object, ...], conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+    return conn.execute(query, params).fetchall()
+
+
+class ChunkRows(PgStoreBase):
+    """The chunk-row reads of ``PostgresStore``."""
+
+    def row_ids_of(self, collection: str, chunks: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        wanted = list(dict.fromkeys((str(doc), int(idx)) for doc, idx in chunks))
+        if not wanted:
+            return {}
+        rows = self._read(
+            lambda conn: conn.execute(
+                "SELECT c.document_id, c.idx, c.row_id FROM unnest(%s::text[], %s::int[]) AS w(d, i)"
+                " JOIN chunks c ON c.collection = %s AND c.document_id = w.d AND c.idx = w.i",
+                ([d for d, _ in wanted], [i for _, i in wanted], collection),
+            ).fetchall()
+        )
+        return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+    def chunks_by_row(self, collection: str, row_ids: Sequence[int]) -> list[StoredChunk]:
+        if not row_ids:
+            return []
+        wanted = list(dict.fromkeys(int(r) for r in row_ids))
+        rows = self._read(
+            lambda conn: conn.execute(
+                'SELECT c.row_id, c.document_id, c.idx, c.text, c.start, c."end", c.token_count, c.section,'
+                " d.title, d.source, d.metadata, c.language FROM chunks c JOIN documents d"
+                " ON d.collection = c.collection AND d.id = c.document_id"
+                " WHERE c.collection = %s AND c.row_id = ANY(%s::bigint[])",
+                (collection, wanted),
+            ).fetchall()
+        )
+        by_row = {
+            int(r[0]): StoredChunk(
+                row_id=int(r[0]),
+                chunk=Chunk(
+                    r[1], int(r[2]), r[3], int(r[4]), int(r[5]), int(r[6]), tuple(json.loads(r[7])), str(r[11])
+                ),
+                title=r[8],
+                source=r[9],
+                metadata=json.loads(r[10]),
+            )
+            for r in rows
+        }
+        return [by_row[int(r)] for r in row_ids if int(r) in by_row]
+
+    def snapshot(self, collection: str) -> ChunkSnapshot:
+        def read(conn: psycopg.Connection[Any]) -> ChunkSnapshot:
+            dim = self._read_dimension(conn, collection)
+            _uid, generation, _floor, version = self._head(conn, collection)
+            return read_rows(conn, collection, dim, generation, version)
+
+        return self._read(read)
+
+    # -- purging ---------------------------------------------------------------------------
+    def chunk_texts(
+        self, collection: str | None = None, documents: Iterable[str] | None = None
+    ) -> Iterator[tuple[int, str, str]]:
+        """(row id, chunk text, index text) of every chunk of the store, of one collection, or of some of its
+        documents; read in batches of ``TEXT_BATCH`` rows, one short transaction each."""
+        where = "TRUE"
+        params: tuple[object, ...] = ()
+        if collection is not None and documents is not None:
+            where = "c.collection = %s AND c.document_id = ANY(%s::text[])"
+            params = (collection, list(dict.fromkeys(documents)))
+        elif collection is not None:
+            where, params = "c.collection = %s", (collection,)
+        query = (
+            "SELECT c.row_id, c.text, c.section, d.title FROM chunks c JOIN documents d"
+            f" ON d.collection = c.collection AND d.id = c.document_id WHERE {where} AND c.row_id > %s"
+            f" ORDER BY c.row_id LIMIT {TEXT_BATCH}"
+        )
+        last = -1
+        while True:
+            rows = self._read(partial(_fetch_all, query, (*params, last)))
+            for r in rows:
+                yield int(r[0]), str(r[1]), index_text(str(r[3]), json.loads(r[2]), str(r[1]))
+            if len(rows) < TEXT_BATCH:
+                return
+            last = int(rows[-1][0])
+
+    def live_texts(self, texts: Iterable[str]) -> set[str]:
+        """Those of ``texts`` that some chunk of any collection still holds."""
+        wanted = list(dict.fromkeys(texts))
+        rows = self._read(
+            lambda conn: conn.execute(
+                "SELECT DISTINCT text FROM chunks WHERE text = ANY(%s::text[])", (wanted,)
+            ).fetchall()
+        )
+        return {str(r[0]) for r in rows}
+
+    def live_rows(self, row_ids: Iterable[int]) -> set[int]:
+        """Those of ``row_ids`` that are chunks of any collection (row ids are never reused)."""
+        wanted = sorted({int(r) for r in row_ids})
+        rows = self._read(
+            lambda conn: conn.execute(
+                "SELECT row_id FROM chunks WHERE row_id = ANY(%s::bigint[])", (wanted,)
+            ).fetchall()
+        )
+        return {int(r[0]) for r in rows}
