@@ -215,6 +215,9 @@ def test_a_router_profile_is_checked_before_serving_and_reaches_every_engine(
     for path, message in (
         (tmp_path / "missing.json", "cannot read router profile"),
         (profile(tmp_path, "{not json", "broken"), "cannot read router profile"),
+        (profile(tmp_path, "[]", "list"), "not a waypost router profile (a JSON list, not an object)"),
+        (profile(tmp_path, '{"format": "waypost-gain-model/2"}', "bare"), "a router profile needs 'calibration'"),
+        (profile(tmp_path, '{"format": "waypost-gain-model/2", "calibration": 3}', "odd"), "malformed value"),
     ):
         result = cli(command, *where, "--router-profile", path)
         assert result.exit_code == 2 and message in result.stderr and path.name in result.stderr, result.stderr

@@ -271,6 +271,8 @@ class GainModel:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> GainModel:
+        if not isinstance(raw, Mapping):
+            raise WaypostError(f"not a waypost router profile (a JSON {type(raw).__name__}, not an object)")
         if raw.get("format") not in READABLE_FORMATS:
             expected = " or ".join(map(repr, READABLE_FORMATS))
             raise WaypostError(f"not a waypost router profile (format {raw.get('format')!r}, expected {expected})")
@@ -284,21 +286,26 @@ class GainModel:
             raise WaypostError("a router profile's 'familiar' maps collections to their features") from None
         if any(not features for features in familiar.values()):  # an empty entry would match every collection
             raise WaypostError("a router profile's 'familiar' entry names no collection feature this version reads")
-        xs, ys = raw["calibration"]
-        return cls(
-            list(raw["feature_names"]),
-            [Pipeline.from_dict(p) for p in raw["pipelines"]],
-            Pipeline.from_dict(raw["default"]),
-            Forest.from_dict(raw["forest"]),
-            {str(k): float(v) for k, v in raw["costs"].items()},
-            ([float(x) for x in xs], [float(y) for y in ys]),
-            float(raw["threshold"]),
-            str(raw["low_confidence"]),
-            dict(raw.get("info") or {}),
-            None if prior is None else Forest.from_dict(prior),
-            float(raw.get("shrink", 1.0)),
-            familiar,
-        )
+        try:
+            xs, ys = raw["calibration"]
+            return cls(
+                list(raw["feature_names"]),
+                [Pipeline.from_dict(p) for p in raw["pipelines"]],
+                Pipeline.from_dict(raw["default"]),
+                Forest.from_dict(raw["forest"]),
+                {str(k): float(v) for k, v in raw["costs"].items()},
+                ([float(x) for x in xs], [float(y) for y in ys]),
+                float(raw["threshold"]),
+                str(raw["low_confidence"]),
+                dict(raw.get("info") or {}),
+                None if prior is None else Forest.from_dict(prior),
+                float(raw.get("shrink", 1.0)),
+                familiar,
+            )
+        except KeyError as exc:
+            raise WaypostError(f"a router profile needs {exc.args[0]!r}") from None
+        except (AttributeError, TypeError, ValueError, IndexError) as exc:
+            raise WaypostError(f"a router profile holds a malformed value: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> GainModel:
@@ -306,7 +313,10 @@ class GainModel:
             raw = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise WaypostError(f"cannot read router profile {path}: {exc}") from None
-        return cls.from_dict(raw)
+        try:
+            return cls.from_dict(raw)
+        except WaypostError as exc:
+            raise WaypostError(f"{path}: {exc}") from None
 
 
 def default_model() -> GainModel | None:
