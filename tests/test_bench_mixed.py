@@ -18,6 +18,7 @@ from waypost.evaluation.mixed_bench import (
     gap_closed,
     mean_by_set,
     oracle_values,
+    scored_rows,
     value_of,
 )
 from waypost.evaluation.outcomes import HitRow, Outcome, OutcomeCache, interleave_hits, outcome_table, score
@@ -177,7 +178,16 @@ def test_interleaving_stored_hit_rows_matches_the_planner_s_interleaving() -> No
 
 
 def test_another_collection_s_document_never_matches_the_set_s_gold() -> None:
+    from waypost.types import Chunk, Explanation, Hit, Provenance, RetrievalResult
+
     query = MixedQuery("s/q1", "s", "papers", "a claim", RECALL5, {"doc1": 1})
     own = [(foreign_id("papers", "papers", "doc1"), 0, 10, 5)]
     other = [(foreign_id("meetings", "papers", "doc1"), 0, 10, 5)]
     assert score(query, own) == 1.0 and score(query, other) == 0.0
+
+    def fused(collection: str) -> RetrievalResult:  # what bench mixed reads of an end-to-end result
+        hit = Hit(Chunk("doc1", 0, "a claim", 0, 7, 2), 1.0, "hybrid", Provenance(collection, "Doc 1", "doc1.txt"))
+        return RetrievalResult([hit], Explanation("fuse", query.text, query.text))
+
+    assert score(query, scored_rows(fused("papers"), "papers")) == 1.0
+    assert score(query, scored_rows(fused("meetings"), "papers")) == 0.0

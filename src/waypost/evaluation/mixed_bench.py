@@ -20,12 +20,13 @@ import numpy as np
 from waypost.engine import Engine
 from waypost.evaluation.metrics import percentile
 from waypost.evaluation.mixed import MixedQuery, Workload
-from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
+from waypost.evaluation.outcomes import HitRow, Outcome, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
 from waypost.route.base import FUSE, Features, Pipeline
 from waypost.route.fit import SEED
 from waypost.route.model import GainModel
 from waypost.route.train import DEFAULT, FeatureFn
+from waypost.types import RetrievalResult
 
 EPS = 1e-9
 SHUFFLES = 5  # routers fitted on differently shuffled labels, averaged into the control
@@ -158,6 +159,16 @@ def foreign_id(collection: str, expected: str, document_id: str) -> str:
     return document_id if collection == expected else f"{collection}\x00{document_id}"
 
 
+def scored_rows(result: RetrievalResult, collection: str) -> list[HitRow]:
+    """An end-to-end result's hits as the metric reads them, for a query of ``collection``: another
+    collection's documents (fused in by stage 1) never count as the set's."""
+    return [
+        (foreign_id(h.provenance.collection, collection, h.chunk.document_id), h.chunk.start, h.chunk.end,
+         max(1, h.chunk.token_count))
+        for h in result.hits
+    ]  # fmt: skip
+
+
 def route_live(
     engine: Engine, queries: Sequence[MixedQuery], model: GainModel | None = None, show_progress: bool = False
 ) -> Routed:
@@ -178,11 +189,7 @@ def route_live(
         t0 = time.perf_counter()
         result = engine.search(q.text, k, strategy="auto", filters=q.filters)
         out.end_to_end_ms.append((time.perf_counter() - t0) * 1000.0)
-        hits = [
-            (foreign_id(h.provenance.collection, q.collection, h.chunk.document_id), h.chunk.start, h.chunk.end,
-             max(1, h.chunk.token_count))
-            for h in result.hits
-        ]  # fmt: skip
+        hits = scored_rows(result, q.collection)
         route: Mapping[str, Any] = getattr(result.explanation, "route", None) or {}
         pipeline = route.get("pipeline")
         out.choices[q.id] = Pipeline.from_dict(pipeline).label if pipeline else result.explanation.strategy
