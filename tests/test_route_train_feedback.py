@@ -14,7 +14,7 @@ from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError
 from waypost.evaluation.feedback import MIN_QUERIES, feedback_workload
-from waypost.evaluation.outcomes import run_outcomes, score
+from waypost.evaluation.outcomes import OutcomeCache, run_outcomes, score
 from waypost.route.base import Pipeline
 
 # (query, the chunk that answered it) as a user of the route corpus would mark them
@@ -56,6 +56,7 @@ def test_the_router_learns_from_feedback_and_routes_the_collection_as_familiar(
     assert run.exit_code == 0, run.stderr
     summary = json.loads(run.stdout)
     assert summary["trained_on"] == "feedback" and summary["sets_trained"] == ["c"]
+    assert summary["stale_outcomes_pruned"] == 0  # a first training: every cached row is current
     assert "hybrid" in summary["pipelines"] and "raptor-collapsed" not in summary["pipelines"]  # no tree built
     profile = json.loads(out.read_text())
     assert list(profile["familiar"]) == ["c"]
@@ -111,3 +112,13 @@ def test_more_feedback_rescores_the_cached_outcomes(store: Path, minilm: Embedde
     assert after[query.id].hits == before[query.id].hits  # from the cache, not retrieved again
     assert after[query.id].value == pytest.approx(score(query, after[query.id].hits))
     assert after[query.id].value != before[query.id].value
+    # a write moves the generation: the rows of the old one are pruned from the file, the new ones stay
+    with Engine(store) as engine:
+        engine.register_embedder(minilm)
+        engine.collection("c").delete(["recipe"])
+        fresh = run_outcomes(engine, feedback_workload(engine), bm25, "train")
+        generation = engine.store.generation("c")
+    cache = OutcomeCache.under(store)
+    assert len(cache.rows) == len(before) + len(fresh)
+    assert cache.prune({"c": generation}) == len(before) and cache.prune({"c": generation}) == 0
+    assert set(OutcomeCache.under(store).rows) == {o.key() for o in fresh}

@@ -17,6 +17,7 @@ from typing import Any
 from waypost.engine import Engine
 from waypost.evaluation.metrics import evidence_at_budget, ndcg_at, recall_at
 from waypost.evaluation.mixed import EVIDENCE1000, NDCG10, RECALL5, MixedQuery, Workload, runnable
+from waypost.index.state_files import atomic_write
 from waypost.progress import track
 from waypost.route.base import Pipeline
 from waypost.route.execute import RRF_K, run_pipeline
@@ -133,6 +134,22 @@ class OutcomeCache:
 
     def get(self, pipeline: str, query_id: str, generation: int) -> Outcome | None:
         return self.rows.get((pipeline, query_id, generation))
+
+    def prune(self, generations: dict[str, int]) -> int:
+        """Drop the rows of ``generations``' collections computed at another generation (their hits may name
+        deleted documents, and they are never read again); the file is rewritten atomically. Returns how
+        many rows went."""
+        stale = [
+            key
+            for key, o in self.rows.items()
+            if o.collection in generations and o.generation != generations[o.collection]
+        ]
+        if not stale:
+            return 0
+        for key in stale:
+            del self.rows[key]
+        atomic_write(self.path, "".join(json.dumps(asdict(o)) + "\n" for o in self.rows.values()))
+        return len(stale)
 
     def add(self, outcomes: list[Outcome]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import numpy as np
 from waypost.engine import Engine
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.evaluation.mixed import MixedQuery, Workload
-from waypost.evaluation.outcomes import Outcome, fuse_hits, outcome_table, run_outcomes, score
+from waypost.evaluation.outcomes import Outcome, OutcomeCache, fuse_hits, outcome_table, run_outcomes, score
 from waypost.progress import track
 from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import Features, Pipeline
@@ -273,9 +273,12 @@ def train_on_feedback(
         if DEFAULT not in usable:
             raise InvalidInputError(f"the pool must hold {DEFAULT.label}: gains are measured against it")
         trained = train(engine, workload, usable, limit=limit, show_progress=show_progress)
+        generations = {s.name: engine.store.generation(s.name) for s in workload.sets}
+        pruned = OutcomeCache.under(engine.path).prune(generations)  # rows of earlier data: never read again
     finally:
         engine.close()
     trained.model.info["trained_on"] = "feedback"
+    trained.model.info["stale_outcomes_pruned"] = pruned
     summary = write_profile(trained.model, out)
     summary["pipelines"] = [p.label for p in usable]
     summary["seconds_total"] = round(time.perf_counter() - t0, 1)
