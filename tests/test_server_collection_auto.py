@@ -128,24 +128,34 @@ def profile(tmp_path: Path, text: str, name: str = "profile") -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", ["serve", "mcp"])
-def test_a_bad_collections_profile_stops_the_command_before_it_serves(cli: Cli, tmp_path: Path, command: str) -> None:
+def refused_before_serving(
+    cli: Cli, tmp_path: Path, command: str, option: str, cases: list[tuple[Path, str]]
+) -> list[str | Path]:
+    """Each bad profile given to ``command`` with ``option`` stops it with one line naming the file, before it
+    serves; returns the arguments that locate the store or server. Off loopback without auth, serve stops
+    at its next check if the profile goes unchecked (it never serves)."""
     store = tmp_path / "store"
     with Engine(store):
         pass
-    # serve: off loopback without auth it stops at its next check if the profile goes unchecked (never serves)
-    where = (
+    where: list[str | Path] = (
         ["--root", tmp_path / "root", "--no-auth", "--host", "0.0.0.0"] if command == "serve" else ["--store", store]
     )
-    for path, message in (
+    for path, message in cases:
+        result = cli(command, *where, option, path)
+        assert result.exit_code == 2 and message in result.stderr and path.name in result.stderr, result.stderr
+        assert "serving" not in result.stderr and result.exception is None
+    return where
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_a_bad_collections_profile_stops_the_command_before_it_serves(cli: Cli, tmp_path: Path, command: str) -> None:
+    cases = [
         (tmp_path / "missing.json", "cannot read the collection selector profile"),
         (profile(tmp_path, "{not json", "broken"), "not a collection selector profile"),
         (profile(tmp_path, '{"weights": {"colour": 1.0}}', "unknown"), "unknown collection signals"),
         (profile(tmp_path, "[1, 2]", "list"), "not a collection selector profile"),
-    ):
-        result = cli(command, *where, "--collections-profile", path)
-        assert result.exit_code == 2 and message in result.stderr and path.name in result.stderr, result.stderr
-        assert "serving" not in result.stderr and result.exception is None
+    ]
+    refused_before_serving(cli, tmp_path, command, "--collections-profile", cases)
 
 
 def test_a_good_collections_profile_is_accepted(cli: Cli, tmp_path: Path) -> None:
@@ -206,22 +216,15 @@ def test_a_router_profile_is_checked_before_serving_and_reaches_every_engine(
 ) -> None:
     from waypost.route.model import DEFAULT_PROFILE
 
-    store = tmp_path / "store"
-    with Engine(store):
-        pass
-    where = (
-        ["--root", tmp_path / "root", "--no-auth", "--host", "0.0.0.0"] if command == "serve" else ["--store", store]
-    )
-    for path, message in (
+    cases = [
         (tmp_path / "missing.json", "cannot read router profile"),
         (profile(tmp_path, "{not json", "broken"), "cannot read router profile"),
         (profile(tmp_path, "[]", "list"), "not a waypost router profile (a JSON list, not an object)"),
         (profile(tmp_path, '{"format": "waypost-gain-model/2"}', "bare"), "a router profile needs 'calibration'"),
         (profile(tmp_path, '{"format": "waypost-gain-model/2", "calibration": 3}', "odd"), "malformed value"),
-    ):
-        result = cli(command, *where, "--router-profile", path)
-        assert result.exit_code == 2 and message in result.stderr and path.name in result.stderr, result.stderr
-        assert "serving" not in result.stderr and result.exception is None
+    ]
+    where = refused_before_serving(cli, tmp_path, command, "--router-profile", cases)
+    store = tmp_path / "store"
     good = tmp_path / "router.json"
     good.write_text(DEFAULT_PROFILE.read_text())
     if command == "serve":

@@ -43,7 +43,7 @@ from waypost.server.models import (
 )
 from waypost.server.routes.answer import answer_out
 from waypost.server.routes.uploads import request_hash
-from waypost.server.views import collection_out, hits_out, job_out
+from waypost.server.views import collection_out, job_out, retrieve_out
 from waypost.store.control import JobRecord
 
 log = logging.getLogger(__name__)
@@ -132,15 +132,7 @@ class Tools:
                 result, searched = await coll.retrieve(query, strategy or "auto", k), [coll.name]
         except WaypostError as exc:
             raise ToolError(str(exc)) from None
-        return RetrieveOut(
-            collection=searched[0],
-            collections=searched,
-            collection_choice=choice,
-            strategy=result.explanation.strategy,
-            hits=hits_out(result.hits),
-            route=result.explanation.route,
-            latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-        )
+        return retrieve_out(result, searched, (time.perf_counter() - t0) * 1000, choice)
 
     async def answer(
         self,

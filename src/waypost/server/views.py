@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from waypost.base import CollectionInfo
 from waypost.route.base import CollectionChoice
-from waypost.server.models import CollectionChoiceOut, CollectionOut, DocumentOut, DocumentSummary, HitOut, JobOut
+from waypost.server.models import (
+    CollectionChoiceOut,
+    CollectionOut,
+    DocumentOut,
+    DocumentSummary,
+    HitOut,
+    JobOut,
+    RetrieveOut,
+)
 from waypost.store.control import JobRecord
-from waypost.types import Document, Hit
+from waypost.types import Document, Hit, RetrievalResult
 
 
 def hit_out(rank: int, hit: Hit) -> HitOut:
@@ -58,3 +66,23 @@ def document_out(doc: Document) -> DocumentOut:
 
 def job_out(job: JobRecord) -> JobOut:
     return JobOut.model_validate(job.to_dict())
+
+
+def retrieve_out(
+    result: RetrievalResult,
+    collections: list[str],
+    latency_ms: float,
+    choice: CollectionChoiceOut | None = None,
+    explain: bool = False,
+) -> RetrieveOut:
+    """A retrieval's response: ``collections`` are those the hits come from, the first one leading."""
+    return RetrieveOut(
+        collection=collections[0],
+        collections=collections,
+        collection_choice=choice,
+        strategy=result.explanation.strategy,
+        hits=hits_out(result.hits),
+        route=result.explanation.route,
+        explanation=result.explanation.to_dict() if explain else None,
+        latency_ms=round(latency_ms, 3),
+    )

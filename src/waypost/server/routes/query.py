@@ -30,7 +30,7 @@ from waypost.server.models import (
     StrategyList,
     StrategyOut,
 )
-from waypost.server.views import hits_out
+from waypost.server.views import hits_out, retrieve_out
 from waypost.types import RetrievalResult
 
 router = APIRouter(prefix="/v1", tags=["retrieval"], responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}})
@@ -82,16 +82,7 @@ async def retrieve(body: RetrieveIn, _: Reader, engine: TenantEngine) -> Retriev
     result, ms = await run_retrieve(
         coll, body.query, body.strategy, body.k, body.filters, body.params, body.passages, body.rerank
     )
-    explanation = result.explanation.to_dict()
-    return RetrieveOut(
-        collection=coll.name,
-        collections=[coll.name],
-        strategy=result.explanation.strategy,
-        hits=hits_out(result.hits),
-        route=result.explanation.route,
-        explanation=explanation if body.explain else None,
-        latency_ms=round(ms, 3),
-    )
+    return retrieve_out(result, [coll.name], ms, explain=body.explain)
 
 
 async def retrieve_auto(body: RetrieveIn, engine: TenantEngine) -> RetrieveOut:
@@ -100,16 +91,7 @@ async def retrieve_auto(body: RetrieveIn, engine: TenantEngine) -> RetrieveOut:
         raise HTTPException(400, AUTO_REFUSES + "; name a collection to use them")
     t0 = time.perf_counter()
     result, choice, answered = await search_auto(engine, body.query, body.strategy, body.k, filter_of(body.filters))
-    return RetrieveOut(
-        collection=answered[0],
-        collections=answered,
-        collection_choice=choice,
-        strategy=result.explanation.strategy,
-        hits=hits_out(result.hits),
-        route=result.explanation.route,
-        explanation=result.explanation.to_dict() if body.explain else None,
-        latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-    )
+    return retrieve_out(result, answered, (time.perf_counter() - t0) * 1000, choice, body.explain)
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
