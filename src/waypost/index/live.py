@@ -19,9 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from waypost.base import DocumentStore, version_incarnation
 from waypost.errors import CollectionNotFoundError
 from waypost.index.dense import (
@@ -33,7 +30,14 @@ from waypost.index.dense import (
 )
 from waypost.index.saved_state import StateSettings, load_state, save_state
 from waypost.index.segment import Segment
-from waypost.index.set import BM25Params, IndexSet, MergePolicy, compact_vocabulary, segment_name
+from waypost.index.set import (
+    BM25Params,
+    IndexSet,
+    MergePolicy,
+    compact_vocabulary,
+    install_merged,
+    segment_name,
+)
 from waypost.index.state_files import (
     collect_garbage,
     directory_lock,
@@ -41,8 +45,6 @@ from waypost.index.state_files import (
     states_newest_first,
 )
 from waypost.text.analyzers import analyzers
-
-BoolArray = npt.NDArray[np.bool_]
 
 CONSUMER = "flat-indexes"
 GRAPHS_LATER_FROM = 100_000  # rows: a rebuild this large answers first and builds its HNSW graphs afterwards
@@ -201,7 +203,7 @@ class LiveIndex:
             )
             with self._lock:
                 now = self._current
-                installed = None if now is None else self._install(now, [segment], with_graphs)
+                installed = None if now is None else install_merged(now, [segment], with_graphs)
                 if installed is None:
                     return  # merged or reloaded meanwhile: that state has its own graphs
                 self._current = installed
@@ -293,7 +295,7 @@ class LiveIndex:
             with self._lock:
                 now = self._current
                 assert now is not None
-                installed = self._install(now, parts, merged)
+                installed = install_merged(now, parts, merged)
                 if installed is None:
                     return
                 self._current = installed
@@ -347,50 +349,6 @@ class LiveIndex:
             "vocabulary_terms": terms - len(state.vocab),
             "index_files": removed_files,
         }
-
-    @staticmethod
-    def _install(now: IndexSet, parts: list[Segment], merged: Segment) -> IndexSet | None:
-        """``now`` with ``parts`` replaced by ``merged``; liveness comes from ``now`` row by row (rows
-        deleted while the merge ran, even whole segments dropped since, stay deleted). ``None`` when
-        ``now`` no longer holds what was merged (it was reloaded from another process's save)."""
-        names = {s.name for s in parts}
-        present = [s for s in now.segments if s.name in names]
-        for s in now.segments:
-            if s.name not in names and np.isin(np.asarray(s.row_ids), merged.row_ids).any():
-                return None
-        live_rows = [
-            np.asarray(s.row_ids) if live is None else np.asarray(s.row_ids)[live]
-            for s, live in zip(now.segments, now.lives, strict=True)
-            if s.name in names
-        ]
-        live = np.isin(merged.row_ids, np.concatenate(live_rows)) if live_rows else np.zeros(len(merged), np.bool_)
-        if not live.any():
-            return (
-                None
-                if not present
-                else now.with_segments(
-                    [s for s in now.segments if s.name not in names],
-                    [lv for s, lv in zip(now.segments, now.lives, strict=True) if s.name not in names],
-                    now.generation,
-                    now.version,
-                )
-            )
-        merged.dense.mark_deleted(np.flatnonzero(~live))
-        segments: list[Segment] = []
-        lives: list[BoolArray | None] = []
-        placed = False
-        for s, old_live in zip(now.segments, now.lives, strict=True):
-            if s.name in names:
-                if not placed:
-                    segments.append(merged)
-                    lives.append(live)
-                    placed = True
-                continue
-            segments.append(s)
-            lives.append(old_live)
-        if not placed:  # every part was dropped meanwhile, yet some rows live on: impossible, but be safe
-            return None
-        return now.with_segments(segments, lives, now.generation, now.version)
 
     def _verify_task(self, segments: list[Segment]) -> Callable[[], None]:
         """Check every block of segments loaded with a sampled check. A corrupt one is removed from disk and

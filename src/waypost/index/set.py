@@ -409,4 +409,56 @@ def compact_vocabulary(state: IndexSet) -> IndexSet | None:
     )
 
 
-__all__ = ["BM25Params", "BM25View", "IndexSet", "MergePolicy", "compact_vocabulary", "segment_name"]
+def install_merged(now: IndexSet, parts: list[Segment], merged: Segment) -> IndexSet | None:
+    """``now`` with ``parts`` replaced by ``merged``; liveness comes from ``now`` row by row (rows
+    deleted while the merge ran, even whole segments dropped since, stay deleted). ``None`` when
+    ``now`` no longer holds what was merged (it was reloaded from another process's save)."""
+    names = {s.name for s in parts}
+    present = [s for s in now.segments if s.name in names]
+    for s in now.segments:
+        if s.name not in names and np.isin(np.asarray(s.row_ids), merged.row_ids).any():
+            return None
+    live_rows = [
+        np.asarray(s.row_ids) if live is None else np.asarray(s.row_ids)[live]
+        for s, live in zip(now.segments, now.lives, strict=True)
+        if s.name in names
+    ]
+    live = np.isin(merged.row_ids, np.concatenate(live_rows)) if live_rows else np.zeros(len(merged), np.bool_)
+    if not live.any():
+        return (
+            None
+            if not present
+            else now.with_segments(
+                [s for s in now.segments if s.name not in names],
+                [lv for s, lv in zip(now.segments, now.lives, strict=True) if s.name not in names],
+                now.generation,
+                now.version,
+            )
+        )
+    merged.dense.mark_deleted(np.flatnonzero(~live))
+    segments: list[Segment] = []
+    lives: list[BoolArray | None] = []
+    placed = False
+    for s, old_live in zip(now.segments, now.lives, strict=True):
+        if s.name in names:
+            if not placed:
+                segments.append(merged)
+                lives.append(live)
+                placed = True
+            continue
+        segments.append(s)
+        lives.append(old_live)
+    if not placed:  # every part was dropped meanwhile, yet some rows live on: impossible, but be safe
+        return None
+    return now.with_segments(segments, lives, now.generation, now.version)
+
+
+__all__ = [
+    "BM25Params",
+    "BM25View",
+    "IndexSet",
+    "MergePolicy",
+    "compact_vocabulary",
+    "install_merged",
+    "segment_name",
+]
