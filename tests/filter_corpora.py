@@ -1,4 +1,4 @@
-"""Invented catalogues for the filter-extraction tests: movies, products and (held out) papers.
+"""Invented catalogues for the filter-extraction tests: movies, products, bicycles and (held out) papers.
 
 Deterministic (a seeded ``random.Random``); people's names are invented by combining first and last names,
 hundreds of them, so a name field is far past any small value cap.
@@ -94,6 +94,32 @@ def papers() -> list[dict[str, Any]]:
                 "pages": 4 + i % 30,
                 "open_access": i % 2 == 0,
                 "field": fields[(i // 2) % 4],
+            }
+        )
+    return out
+
+
+def bicycles() -> list[dict[str, Any]]:
+    """A bike shop: a hyphenated brand, model lines named "Series", codes with digits, yes/no and list fields."""
+    brands = ["Velora", "Hart-Lindqvist", "Cobalt", "Strada Nova", "Pinecrest"]
+    models = ["Trail 5", "Aero X2", "Urban Series", "T-Line", "Gravel Pro"]
+    frames = ["Aluminium", "Carbon", "Steel", "Titanium"]
+    drives = ["Chain", "Belt", "Hub Gear"]
+    extras = ["Disc Brakes", "Rim Brakes", "Front Suspension", "Full Suspension", "Mudguards", "Kickstand", "Lights"]
+    out = []
+    for i in range(120):
+        out.append(
+            {
+                "brand": brands[i % 5],
+                "model": models[(i * 3) % 5],
+                "frame": frames[(i * 7) % 4],
+                "drive": drives[(i // 2) % 3],
+                "electric": "yes" if i % 3 == 0 else "no",
+                "price_usd": 350 + (i * 173) % 6200,
+                "weight_kg": round(7.5 + (i * 0.61) % 18, 1),
+                "gears": [1, 3, 7, 8, 11, 12, 24][i % 7],
+                "extras": sorted({extras[i % 7], extras[(i * 5 + 2) % 7]}),
+                "listed_on": (date(2024, 1, 5) + timedelta(days=(i * 11) % 500)).isoformat(),
             }
         )
     return out

@@ -33,6 +33,12 @@ def positions(flt: object) -> list[int]:
         (Condition("year", Op.IN, [2010, 2020]), [0, 3]),
         (Condition("rating", Op.GTE, 7.5), [0, 3]),
         (Condition("title_only", Op.EQ, True), [4]),
+        # NE / NIN: every row EQ / IN would not match, rows without the field included
+        (Condition("type", Op.NE, "movie"), [2, 3, 4]),
+        (Condition("countries", Op.NE, "India"), [2, 3, 4]),  # a list field: no element is India
+        (Condition("countries", Op.NIN, ["India", "Spain"]), [3, 4]),
+        (Condition("year", Op.NE, 2016), [0, 3, 4]),
+        (And((Condition("type", Op.EQ, "Movie"), Condition("countries", Op.NE, "France"))), [1]),
         (And((Condition("type", Op.EQ, "TV Show"), Condition("year", Op.GTE, 2016))), [2, 3]),
         (Or((Condition("countries", Op.EQ, "Spain"), Condition("rating", Op.LT, 7))), [1, 2]),
         (
@@ -102,6 +108,19 @@ def test_mixed_types_nan_and_bad_values() -> None:
     ):
         with pytest.raises(FilterError):
             bad()
+
+
+def test_parse_exclusions() -> None:
+    assert parse_filter(["fuel!=Diesel"]) == Condition("fuel", Op.NE, "Diesel")
+    assert parse_filter(["fuel  NOT   in Diesel,LPG"]) == Condition("fuel", Op.NIN, ["Diesel", "LPG"])
+    assert parse_filter_json('{"fuel": {"ne": "Diesel"}, "tags": {"$nin": ["a"]}}') == And(
+        (Condition("fuel", Op.NE, "Diesel"), Condition("tags", Op.NIN, ["a"]))
+    )
+    with pytest.raises(FilterError, match="NIN on 'tags' needs a non-empty list"):
+        Condition("tags", Op.NIN, "a")
+    with pytest.raises(FilterError, match="use NIN for lists"):
+        Condition("tags", Op.NE, ["a"])
+    assert str(Condition("tags", Op.NIN, ["a"])) == "tags not in ['a']"
 
 
 def test_in_clause_respects_quotes() -> None:

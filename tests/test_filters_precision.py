@@ -128,11 +128,16 @@ def test_a_reordered_full_name_is_not_the_name(movie_extractor: FilterExtractor)
         "Lifespan drops by 150-180% in mice.",
         # a field the words name but the number cannot be about is not swapped for another by value range
         "films older than 30 years",
-        "movies more than 20 years old",
     ],
 )
 def test_numbers_of_another_kind_bind_to_nothing(movie_extractor: FilterExtractor, query: str) -> None:
     assert found(movie_extractor, query) == set()
+
+
+def test_an_age_in_years_is_a_year_bound(movie_extractor: FilterExtractor) -> None:
+    # "N years old" with a comparison is the item's age: made before (or after) this year minus N
+    assert found(movie_extractor, "movies more than 20 years old") == {("year", "lte", 2005)}
+    assert found(movie_extractor, "movies less than five years old") == {("year", "gte", 2020)}
 
 
 def test_a_unit_binds_to_a_named_field_without_a_dimension(movie_extractor: FilterExtractor) -> None:

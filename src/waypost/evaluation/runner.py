@@ -326,6 +326,8 @@ def canonical_conditions(conds: list[Condition]) -> Canonical:
             out[(c.field, "max")] = v - 1 if c.op is Op.LT and isinstance(v, int) else v
         elif c.op is Op.IN:
             out[(c.field, "in")] = sorted(str(x).casefold() for x in v)
+        elif c.op.negated:
+            out[(c.field, "not")] = sorted(str(x).casefold() for x in (v if isinstance(v, list) else [v]))
     return out
 
 

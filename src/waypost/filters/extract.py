@@ -52,7 +52,17 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
-_NEGATION = frozenset("not no out without non isn't aren't".split())
+# A value right after one of these is excluded ("not diesel", "non-diesel", "without Kubernetes", "anything
+# but a manual", "wines not from France", "jobs not requiring Kubernetes"); a verb ending in -ing or -ed and a
+# few function words may come between.
+_EXCLUDED_BEFORE = re.compile(
+    r"(?:\b(?:not|no|non|without|excluding|except|never|isn't|aren't|nor)|\bother\s+than|\banything\s+but|\bbut\s+not)"
+    r"(?:\s+[a-z]+(?:ing|ed))?(?:[\s-]+(?:a|an|the|any|from|in|by|of|with|for|being|made))*[\s-]*$",
+    re.IGNORECASE,
+)
+# A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
+_NEGATED_FLAG = re.compile(rf"(?:{_EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
+_ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|,\s*or|,\s*nor)\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -139,7 +149,7 @@ class FilterExtractor:
         self._numbers(query, free, mark, conds, matches, bare=True)
         fields_done = {c.field for c in conds}
         for c in list(conds):
-            if c.op is Op.EQ and isinstance(c.value, str):
+            if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.booleans:
                 for other, v in self.implied(c.field, c.value):
                     if other not in fields_done:
                         conds.append(Condition(other, Op.EQ, v))
@@ -156,14 +166,21 @@ class FilterExtractor:
         return Extraction(all_of(list(conds)), " ".join(words), matches)
 
     def _codes(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
-        codes: dict[str, list[str]] = {}
+        codes: dict[str, list[Picked]] = {}
         for m, name, value in self.values.code_matches(query):
-            if free(m.start(), m.end()) and value not in codes.get(name, []):
-                mark(m.start(), m.end())
-                codes.setdefault(name, []).append(value)
-                matches.append(f"{m.group(0)!r} -> {name} = {value!r}")
-        for name, values in codes.items():  # "rated R or PG-13": alternatives of one field
-            conds.append(Condition(name, Op.EQ, values[0]) if len(values) == 1 else Condition(name, Op.IN, values))
+            if free(m.start(), m.end()) and value not in [p.value for p in codes.get(name, [])]:
+                excluded = _excluded(query, m.start(), codes.get(name, []))
+                start = excluded if excluded is not None else m.start()
+                mark(start, m.end())
+                codes.setdefault(name, []).append(Picked(m.start(), m.end(), value, excluded is not None))
+                matches.append(
+                    f"{query[start : m.end()]!r} -> {name} {'!=' if excluded is not None else '='} {value!r}"
+                )
+        for name, found in codes.items():  # "rated R or PG-13": alternatives of one field
+            for excluded in (False, True):
+                values = [p.value for p in found if p.excluded == excluded]
+                if values:
+                    conds.append(_one_of(name, values, excluded))
 
     def _numbers(
         self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str], bare: bool
@@ -204,18 +221,18 @@ class FilterExtractor:
             if {tokens[i].norm for i in hits} != words:
                 continue
             first = hits[0]
-            before = [query[t.start : t.end].lower() for t in tokens[max(0, first - 3) : first]]
-            value = not any(w in _NEGATION for w in before)
-            start = tokens[max(0, first - 3)].start if not value else tokens[first].start
+            cue = _NEGATED_FLAG.search(query[max(0, tokens[first].start - 40) : tokens[first].start])
+            value = cue is None
+            start = tokens[first].start if cue is None else max(0, tokens[first].start - 40) + cue.start()
             if value and first > 0 and query[tokens[first - 1].start : tokens[first - 1].end].lower() in ("in", "is"):
                 start = tokens[first - 1].start
             mark(start, tokens[hits[-1]].end)
-            conds.append(Condition(name, Op.EQ, value))
+            conds.append(Condition(name, Op.EQ, self.values.flag_values[name][0 if value else 1]))
             matches.append(f"{query[start : tokens[hits[-1]].end]!r} -> {name} = {value}")
 
     def _words(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
         tokens = tokenize(query, self.synonyms)
-        picked: dict[str, list[tuple[int, int, str]]] = {}
+        picked: dict[str, list[Picked]] = {}
         scalar_taken = {c.field for c in conds}
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
@@ -230,8 +247,10 @@ class FilterExtractor:
             form = self._best(content, kinds, window, functools.partial(self._names_match, query, tokens, i, j))
             if form is None:
                 continue
-            if form.field in scalar_taken:  # a second value of a one-value field: only as an alternative
-                before = [b for a, b, _v in picked.get(form.field, []) if b <= window[0].start]
+            earlier = picked.get(form.field, [])
+            if form.field in scalar_taken and _excluded(query, window[0].start, earlier) is None:
+                # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
+                before = [p.end for p in earlier if p.end <= window[0].start]
                 if not before or not re.search(r"\bor\b|,", query[max(before) : window[0].start]):
                     continue
             self._take(query, window, form, mark, picked, matches)
@@ -250,15 +269,18 @@ class FilterExtractor:
                     scalar_taken.add(form.field)
                     break
         for name, found in picked.items():
-            values = [v for _a, _b, v in sorted(found)]
-            alternatives = any(
-                re.search(r"\bor\b", query[b:a2]) for (_a, b, _v), (a2, _b2, _v2) in itertools.pairwise(found)
-            )
+            found = sorted(found)
+            excluded = [p.value for p in found if p.excluded]
+            if excluded:  # "not diesel or petrol": none of them (in a list field, no element is one of them)
+                conds.append(_one_of(name, excluded, True))
+            kept = [p for p in found if not p.excluded]
+            values = [p.value for p in kept]
+            alternatives = any(re.search(r"\bor\b", query[p.end : q.start]) for p, q in itertools.pairwise(kept))
             if len(values) == 1:
                 conds.append(Condition(name, Op.EQ, values[0]))
             elif name in self.values.list_fields and not alternatives:  # "thriller dramas": both genres
                 conds.extend(Condition(name, Op.EQ, v) for v in values)
-            else:
+            elif values:
                 conds.append(Condition(name, Op.IN, values))
 
     def _names_match(self, query: str, tokens: list[Token], i: int, j: int, form: ValueForm) -> bool:
@@ -295,13 +317,20 @@ class FilterExtractor:
         window: list[Token],
         form: ValueForm,
         mark: Mark,
-        picked: dict[str, list[tuple[int, int, str]]],
+        picked: dict[str, list[Picked]],
         matches: list[str],
     ) -> None:
+        start, end = window[0].start, window[-1].end
+        excluded = _excluded(query, start, picked.get(form.field, []))
         for t in window:
             mark(t.start, t.end)
-        picked.setdefault(form.field, []).append((window[0].start, window[-1].end, form.value))
-        matches.append(f"{query[window[0].start : window[-1].end]!r} -> {form.field} = {form.value!r}")
+        if excluded is not None:
+            mark(excluded, start)
+        picked.setdefault(form.field, []).append(Picked(start, end, form.value, excluded is not None))
+        sign = "!=" if excluded is not None else "="
+        matches.append(
+            f"{query[excluded if excluded is not None else start : end]!r} -> {form.field} {sign} {form.value!r}"
+        )
 
     def _best(
         self, content: frozenset[str], kinds: frozenset[str], window: list[Token], name_ok: Callable[[ValueForm], bool]
@@ -327,6 +356,35 @@ class FilterExtractor:
 
 Free = Callable[[int, int], bool]
 Mark = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, order=True)
+class Picked:
+    """A value read from the query at ``start:end``; ``excluded``: the query asks for anything but it."""
+
+    start: int
+    end: int
+    value: str
+    excluded: bool = False
+
+
+def _excluded(query: str, start: int, earlier: list[Picked]) -> int | None:
+    """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for an
+    alternative of an excluded value ("not diesel or petrol"), ``start`` itself; ``None``: not excluded."""
+    before = query[max(0, start - 40) : start]
+    m = _EXCLUDED_BEFORE.search(before)
+    if m is not None:
+        return start - len(before) + m.start()
+    last = max(earlier, default=None)
+    if last is not None and last.excluded and last.end <= start and _ALTERNATIVE.match(query[last.end : start]):
+        return start
+    return None
+
+
+def _one_of(name: str, values: list[str], excluded: bool) -> Condition:
+    if len(values) == 1:
+        return Condition(name, Op.NE if excluded else Op.EQ, values[0])
+    return Condition(name, Op.NIN if excluded else Op.IN, values)
 
 
 def combine(*filters: Filter | None) -> Filter | None:

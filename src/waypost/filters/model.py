@@ -27,6 +27,8 @@ _BRACKET = re.compile(r"[\[\]{}]")
 class Op(StrEnum):
     EQ = "eq"
     IN = "in"
+    NE = "ne"  # no value (no element of a list) equals it; a row without the field matches
+    NIN = "nin"  # no value equals any of them
     GT = "gt"
     GTE = "gte"
     LT = "lt"
@@ -34,7 +36,19 @@ class Op(StrEnum):
 
     @property
     def symbol(self) -> str:
-        return {"eq": "=", "in": "in", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[self.value]
+        return {"eq": "=", "in": "in", "ne": "!=", "nin": "not in", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[
+            self.value
+        ]
+
+    @property
+    def negated(self) -> bool:
+        """NE and NIN: the rows that EQ and IN would not match."""
+        return self in (Op.NE, Op.NIN)
+
+    @property
+    def positive(self) -> Op:
+        """EQ for NE, IN for NIN, the operator itself otherwise."""
+        return {Op.NE: Op.EQ, Op.NIN: Op.IN}.get(self, self)
 
 
 @dataclass(frozen=True)
@@ -46,16 +60,22 @@ class Condition:
     def __post_init__(self) -> None:
         if not isinstance(self.field, str) or not self.field:
             raise FilterError(f"a filter needs a field name, got {self.field!r}")
-        if self.op is Op.IN:
+        if self.op in (Op.IN, Op.NIN):
             if not isinstance(self.value, (list, tuple)) or not self.value:
-                raise FilterError(f"IN on {self.field!r} needs a non-empty list of values, got {self.value!r}")
+                raise FilterError(
+                    f"{self.op.name} on {self.field!r} needs a non-empty list of values, got {self.value!r}"
+                )
             if not all(_is_scalar(v) for v in self.value):
                 raise FilterError(
-                    f"IN on {self.field!r} takes plain values (text, numbers, dates, true/false): {self.value!r}"
+                    f"{self.op.name} on {self.field!r} takes plain values (text, numbers, dates, true/false): "
+                    f"{self.value!r}"
                 )
-        elif self.op is Op.EQ:
+        elif self.op in (Op.EQ, Op.NE):
             if not _is_scalar(self.value):
-                raise FilterError(f"EQ on {self.field!r} takes one plain value, got {self.value!r}; use IN for lists")
+                raise FilterError(
+                    f"{self.op.name} on {self.field!r} takes one plain value, got {self.value!r}; "
+                    f"use {'IN' if self.op is Op.EQ else 'NIN'} for lists"
+                )
         elif not _is_number(self.value) and period(self.value, bare_year_strings=False) is None:
             raise FilterError(
                 f"{self.op.name} on {self.field!r} needs a finite number or a date (2021-03-01, 2021-03, "
@@ -134,8 +154,8 @@ def all_of(items: list[Filter]) -> Filter | None:
 
 
 # The value is ``.*\S`` (greedy, then the trailing spaces): a lazy ``.+?\s*$`` is quadratic on long runs of spaces.
-_CLAUSE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|!=|=|>|<|\bin\b)\s*(.*\S)\s*$", re.IGNORECASE)
-_OPS = {"=": Op.EQ, ">": Op.GT, ">=": Op.GTE, "<": Op.LT, "<=": Op.LTE, "in": Op.IN}
+_CLAUSE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|!=|=|>|<|\bnot\s+in\b|\bin\b)\s*(.*\S)\s*$", re.IGNORECASE)
+_OPS = {"=": Op.EQ, "!=": Op.NE, ">": Op.GT, ">=": Op.GTE, "<": Op.LT, "<=": Op.LTE, "in": Op.IN, "not in": Op.NIN}
 
 
 def _scalar(raw: str) -> Any:
@@ -166,12 +186,13 @@ def parse_filter(clauses: list[str]) -> Filter | None:
             raise FilterError(f"a filter clause may be at most {MAX_FILTER_CHARS:,} characters, got {len(clause):,}")
         m = _CLAUSE.match(clause)
         if not m:
-            raise FilterError(f"cannot parse filter {clause!r}; use FIELD=VALUE, FIELD>=N or 'FIELD in A,B'")
-        fld, sym, raw = m.group(1), m.group(2).lower(), m.group(3)
-        if sym == "!=":
-            raise FilterError("'!=' is not supported; filters are EQ, IN, GT, GTE, LT, LTE")
+            raise FilterError(
+                f"cannot parse filter {clause!r}; use FIELD=VALUE, FIELD!=VALUE, FIELD>=N, 'FIELD in A,B' "
+                "or 'FIELD not in A,B'"
+            )
+        fld, sym, raw = m.group(1), " ".join(m.group(2).lower().split()), m.group(3)
         op = _OPS[sym]
-        if op is Op.IN:
+        if op in (Op.IN, Op.NIN):
             quote = "'" if "'" in raw and '"' not in raw else '"'
             try:
                 value: Any = [_scalar(v) for v in next(csv.reader([raw], skipinitialspace=True, quotechar=quote))]

@@ -13,12 +13,13 @@ import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 from waypost.filters.fields import UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
 from waypost.filters.text import Token
 
+DAYS_PER_MONTH = 30.436875  # a Gregorian month on average ("the last 30 days" on a date field)
 RECENT_YEARS = 3  # "recent" means released in this many years before the current one, or later
 _WORD_NUMBERS = {
     "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -55,11 +56,15 @@ _SUFFIX = re.compile(
     rf"^(?:(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:or|and)\s+(?:({_SUFFIX_MORE})|({_SUFFIX_LESS})|(older))\b|(\+)|\s+plus\b|\s+onwards?\b)",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(
-    r"(?<![\w.\-/])(?P<cur>[$€£])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>k\b)?(?P<pct>%)?"
+# "12,500", "12 500" (a space, a no-break or a narrow no-break space between groups), "12500", "8.5"; "30k"/"30K"
+_DIGITS = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\d,.])|\d+(?:\.\d+)?)"
+_SUFFIX_LIMIT = re.compile(
+    r"^(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:(max\b\.?|maximum\b|at\s+most\b|tops\b)|(min\b\.?|minimum\b|at\s+least\b))",
+    re.IGNORECASE,
 )
+_NUMBER = re.compile(rf"(?<![\w.\-/])(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
 _DATE_LIKE = re.compile(r"\d{4}[-/]\d{1,2}(?!\d)|\d{1,2}/\d{1,2}/\d")
-_NUMBER_AT = re.compile(r"(?P<cur>[$€£])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>k\b)?(?P<pct>%)?")
+_NUMBER_AT = re.compile(rf"(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
 _UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w-])")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|to|until|till|through|and)\s*", re.IGNORECASE)
 _DECADE = re.compile(
@@ -69,8 +74,13 @@ _DECADE = re.compile(
 )
 _RELATIVE = re.compile(
     r"\b(?:(?:in|over|during|within|from)\s+)?(?:the\s+)?(?:last|past|previous)\s+"
-    rf"(?:(\d+|{'|'.join(_WORD_NUMBERS)})\s+)?(years?|decades?|months?)\b",
+    rf"(?:(\d+|{'|'.join(_WORD_NUMBERS)})\s+)?(years?|decades?|months?|weeks?|days?)\b",
     re.IGNORECASE,
+)
+_MONTHS_PER = {"decade": 120.0, "year": 12.0, "month": 1.0, "week": 7 / DAYS_PER_MONTH, "day": 1 / DAYS_PER_MONTH}
+_AGE = re.compile(rf"\b(\d+|{'|'.join(_WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
+_NUMBER_WORD = re.compile(
+    rf"\b(?:{'|'.join(w for w in _WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
 _THIS_YEAR = re.compile(r"\b(?:from\s+|in\s+)?this\s+year\b", re.IGNORECASE)
 _RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
@@ -84,7 +94,8 @@ class NumberPhrase:
     unit: str | None = None
     time_only: bool = False  # a decade, a relative period, "in 1995": only a year or date field
     bare: bool = False  # no comparison word: binds only to a field named right beside it
-    months: float = 0.0  # a relative period in months, for date fields ("last 6 months")
+    months: float = 0.0  # a relative period in months, for date fields ("last 6 months", "last 30 days")
+    age: tuple[Op, float] | None = None  # "less than 5 years old": (LT, 5), for a field of ages if there is one
 
     @property
     def value(self) -> float:
@@ -92,8 +103,14 @@ class NumberPhrase:
 
 
 def _num(m: re.Match[str]) -> float:
-    value = float(m.group("num").replace(",", ""))
+    value = float(re.sub(r"[,\s]", "", m.group("num")))
     return value * 1000 if m.group("k") else value
+
+
+def _count(text: str) -> float:
+    """A count written in digits or as an English number word ("3", "three", "a")."""
+    text = text.lower()
+    return float(text) if text[0].isdigit() else float(_WORD_NUMBERS[text])
 
 
 def _unit_after(query: str, end: int) -> tuple[str | None, int]:
@@ -166,11 +183,17 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
     year = today.year
     for m in _RELATIVE.finditer(query):
         if ok(m.start(), m.end()):
-            n = m.group(1).lower() if m.group(1) else "a"
-            count = float(n) if n[0].isdigit() else float(_WORD_NUMBERS[n])
+            count = _count(m.group(1) or "a")
             unit = m.group(2).lower()
-            months = count * (120 if unit.startswith("decade") else 12 if unit.startswith("year") else 1)
+            months = count * _MONTHS_PER[unit.rstrip("s")]
             add(NumberPhrase(m.start(), m.end(), [(Op.GTE, year - -(-months // 12))], time_only=True, months=months))
+    for m in _AGE.finditer(query):  # "less than 5 years old": made in the last 5 years
+        cmp, at = _prefix_op_before(query, m.start())
+        if not isinstance(cmp, Op) or cmp not in (Op.LT, Op.LTE, Op.GT, Op.GTE) or not ok(at, m.end()):
+            continue
+        count = _count(m.group(1))
+        newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
+        add(NumberPhrase(at, m.end(), [(newer, year - count)], time_only=True, months=12 * count, age=(cmp, count)))
     for m in _THIS_YEAR.finditer(query):
         if ok(m.start(), m.end()):
             add(NumberPhrase(m.start(), m.end(), [(Op.EQ, year)], time_only=True))
@@ -210,10 +233,16 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             unit2, end2 = _unit_after(query, second.end())
             unit = unit or second.group("cur") or ("%" if second.group("pct") else None) or unit2
             start = betw if betw >= 0 else (at if op == "year" else m.start())
-            add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, _num(second))], unit))
+            high = _num(second)
+            if second.group("k") and not m.group("k") and value < high / 1000:  # "15-20k": both in thousands
+                value *= 1000
+            add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, high)], unit))
             continue
         suffix = _SUFFIX.match(query[end:])
-        if suffix is not None:
+        limit = _SUFFIX_LIMIT.match(query[end:]) if suffix is None and op in (None, "year") else None
+        if limit is not None:  # "15000 max", "2 owners at most"
+            add(NumberPhrase(m.start(), end + limit.end(), [(Op.LTE if limit.group(1) else Op.GTE, value)], unit))
+        elif suffix is not None:
             bound: Op | str = Op.LTE if suffix.group(2) else "or older" if suffix.group(3) else Op.GTE
             start = at if op == "year" else m.start()
             add(NumberPhrase(start, end + suffix.end(), [(bound, value)], unit))
@@ -224,6 +253,11 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             add(NumberPhrase(start, end, [(op, value)], unit))
         else:
             add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
+    for m in _NUMBER_WORD.finditer(query):  # "fewer than three owners", "at least two bedrooms"
+        op, at = _prefix_op_before(query, m.start())
+        if isinstance(op, Op) and op is not Op.EQ and ok(at, m.end()):
+            unit, end = _unit_after(query, m.end())
+            add(NumberPhrase(at, end, [(op, _count(m.group(0)))], unit))
     return sorted(found, key=lambda p: p.start)
 
 
@@ -264,6 +298,16 @@ def bind(
     query: str, phrase: NumberPhrase, aliases: FieldAliases, tokens: list[Token], free: Free, today: date
 ) -> tuple[list[Condition], list[Token]] | None:
     """The conditions a phrase means and the words that named its field; ``None``: not a filter."""
+    if phrase.age is not None:  # "under 5 years old" is about a field of ages when the collection has one
+        ages = [
+            n
+            for n in aliases.names
+            if n not in aliases.time_fields
+            and aliases.catalog.field_kind(n) == "number"
+            and aliases.word_weights("age").get(n, 0.0) >= 3
+        ]
+        if len(ages) == 1:
+            return [Condition(ages[0], phrase.age[0], int(phrase.age[1]))], []
     year_like = phrase.value.is_integer() and 1000 <= phrase.value <= 2999
     unfit = {n for n in aliases.names if not _fits(phrase, aliases, n)}
     allowed = [
@@ -374,6 +418,8 @@ def _conditions(phrase: NumberPhrase, aliases: FieldAliases, name: str, today: d
 
 
 def _months_ago(today: date, months: float) -> date:
+    if not float(months).is_integer():  # weeks and days: exact days
+        return today - timedelta(days=round(months * DAYS_PER_MONTH))
     total = today.year * 12 + today.month - 1 - int(months)
     year, month = divmod(total, 12)
     day = min(today.day, 28)

@@ -29,7 +29,8 @@ _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
 NAME_FIELD_MIN_VALUES = 20  # fewer distinct values than this: a category, not a field of names
 NAME_MAX_USES = 10  # a value on more chunks than this on average: a category (names are rarely shared)
-_BOOLEAN = frozenset({"true", "false"})
+# A field whose values are only these is a flag: (what true is, what false is), as the field stores it
+_FLAGS = (("true", "false"), ("yes", "no"))
 
 
 def is_code(value: str) -> bool:
@@ -39,6 +40,17 @@ def is_code(value: str) -> bool:
         and (bool(re.search(r"\d|-", value)) or (value.isupper() and len(value) <= 5))
         and not value.replace(".", "").isdigit()
     )
+
+
+def _flag(counts: dict[str, int]) -> tuple[bool | str, bool | str] | None:
+    """A flag field's true and false values (True/False, or "yes"/"no" as written), else None."""
+    folded = {v.casefold(): v for v in counts}
+    for yes, no in _FLAGS:
+        if folded and set(folded) <= {yes, no}:
+            if yes == "true":
+                return True, False
+            return folded.get(yes, yes), folded.get(no, no)
+    return None
 
 
 def _looks_like_name(value: str) -> bool:
@@ -134,6 +146,7 @@ class ValueIndex:
         self.catalog = catalog
         self.name_fields: set[str] = set()
         self.booleans: list[str] = []
+        self.flag_values: dict[str, tuple[bool | str, bool | str]] = {}  # a flag field's true and false values
         self.list_fields: set[str] = set()
         self._fields: list[tuple[str, dict[str, int], _FieldValues]] = []
         for name in catalog.fields:
@@ -143,8 +156,10 @@ class ValueIndex:
             if kind == "strings":
                 self.list_fields.add(name)
             counts = catalog.values(name)
-            if counts and all(v.casefold() in _BOOLEAN for v in counts):
+            flag = _flag(counts)
+            if flag is not None:
                 self.booleans.append(name)
+                self.flag_values[name] = flag
                 continue
             if not counts:
                 continue

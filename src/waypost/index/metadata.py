@@ -282,6 +282,8 @@ class MetadataIndex:
         return self._condition(flt, strict)
 
     def _condition(self, cond: Condition, strict: bool = True) -> Mask:
+        if cond.op.negated:  # the complement: a row without the field holds no such value
+            return ~self._condition(Condition(cond.field, cond.op.positive, cond.value), strict)
         if cond.field not in self.stats:
             if not strict:
                 return np.zeros(self.size, dtype=np.bool_)

@@ -134,7 +134,7 @@ class MetadataView:
                 raise FilterError(
                     f"unknown metadata field {cond.field!r}; known fields: {', '.join(self.fields) or 'none'}"
                 )
-            if cond.op not in (Op.EQ, Op.IN):
+            if cond.op.positive not in (Op.EQ, Op.IN):
                 check_range(cond, known[cond.field])
         if not self._parts:
             return np.zeros(0, dtype=np.bool_)

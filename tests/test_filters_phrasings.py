@@ -1,0 +1,117 @@
+"""Filter extraction on a schema none of the rules were written for (an invented bike shop), with the phrasings a
+new user types: exclusions, money in thousands, limits after the number, counts in words, days and weeks, ages.
+Also the exclusion operators end to end: a real collection, the metadata strategy, and a delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.filter_corpora import Expected, bicycles, extractor_of, found
+from waypost.base import Embedder
+from waypost.engine import Engine, EngineConfig
+from waypost.filters.extract import FilterExtractor
+from waypost.filters.model import Condition, Op
+from waypost.types import Document
+
+
+@pytest.fixture(scope="module")
+def bikes() -> FilterExtractor:
+    return extractor_of(bicycles())
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("carbon bikes that are not steel", {("frame", "eq", "Carbon"), ("frame", "ne", "Steel")}),
+        ("non-carbon bikes", {("frame", "ne", "Carbon")}),
+        ("bikes excluding titanium", {("frame", "ne", "Titanium")}),
+        ("anything but a belt drive", {("drive", "ne", "Belt")}),
+        ("bikes not made by Cobalt", {("brand", "ne", "Cobalt")}),
+        ("bikes without disc brakes", {("extras", "ne", "Disc Brakes")}),  # a list field: no element is it
+        ("a bike not needing mudguards", {("extras", "ne", "Mudguards")}),
+        ("not carbon or titanium", {("frame", "nin", ("Carbon", "Titanium"))}),
+        ("steel or titanium bikes", {("frame", "in", ("Steel", "Titanium"))}),
+        ("a Velora with lights but not a kickstand", {("brand", "eq", "Velora"), ("extras", "eq", "Lights"),
+                                                      ("extras", "ne", "Kickstand")}),
+    ],
+)  # fmt: skip
+def test_exclusions(bikes: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(bikes, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("electric bikes", {("electric", "eq", "yes")}),  # a yes/no field is a flag, compared as it is stored
+        ("bikes that are not electric", {("electric", "eq", "no")}),
+        ("non-electric carbon bikes", {("electric", "eq", "no"), ("frame", "eq", "Carbon")}),
+        ("non-carbon electric bikes", {("electric", "eq", "yes"), ("frame", "ne", "Carbon")}),  # "non" is carbon's
+        ("steel bikes except electric ones", {("electric", "eq", "no"), ("frame", "eq", "Steel")}),
+    ],
+)
+def test_flags(bikes: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(bikes, query) == expected
+
+
+def test_an_exclusion_leaves_no_words_behind(bikes: FilterExtractor) -> None:
+    assert bikes.extract("touring bikes without disc brakes").semantic_query == "touring bikes"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("bikes under 1K", {("price_usd", "lt", 1000)}),
+        ("bikes under 2.5k dollars", {("price_usd", "lt", 2500)}),
+        ("bikes between $1 000 and $2 000", {("price_usd", "gte", 1000), ("price_usd", "lte", 2000)}),
+        ("bikes for $1-2K", {("price_usd", "gte", 1000), ("price_usd", "lte", 2000)}),  # k on both ends
+        ("bikes 2000 dollars max", {("price_usd", "lte", 2000)}),
+        ("bikes with 12 gears max", {("gears", "lte", 12)}),
+        ("bikes 3 gears minimum", {("gears", "gte", 3)}),
+        ("bikes with at least seven gears", {("gears", "gte", 7)}),
+        ("bikes with fewer than three gears", {("gears", "lt", 3)}),
+        ("bikes listed in the last 30 days", {("listed_on", "gte", "2025-05-02")}),
+        ("bikes listed in the past 2 weeks", {("listed_on", "gte", "2025-05-18")}),
+        ("bikes listed last week", {("listed_on", "gte", "2025-05-25")}),
+        ("bikes listed in the last 3 months", {("listed_on", "gte", "2025-03-01")}),
+        ("bikes listed less than 10 days ago", set()),  # not a phrase it reads: nothing rather than a guess
+    ],
+)  # fmt: skip
+def test_numbers_as_people_write_them(bikes: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(bikes, query) == expected
+
+
+def test_a_space_grouped_number_is_not_two_numbers(bikes: FilterExtractor) -> None:
+    assert found(bikes, "bikes under 4 500 dollars") == {("price_usd", "lt", 4500)}
+    assert found(bikes, "one bike for my son") == set()  # a number word alone is no count
+
+
+def test_exclusion_operators_end_to_end(tmp_path: Path, minilm: Embedder) -> None:
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
+    engine.register_embedder(minilm)
+    try:
+        shop = engine.collection("shop", create=True)
+        rows = bicycles()[:12]
+        shop.add(
+            [
+                Document(f"bike{i}", f"A {r['frame'].lower()} bike by {r['brand']} with {', '.join(r['extras'])}.",
+                         title=f"bike {i}", metadata=r)
+                for i, r in enumerate(rows)
+            ]
+        )  # fmt: skip
+        not_carbon = {f"bike{i}" for i, r in enumerate(rows) if r["frame"] != "Carbon"}
+        no_lights = {f"bike{i}" for i, r in enumerate(rows) if "Lights" not in r["extras"]}
+
+        def docs(query: str, flt: Condition | None = None) -> set[str]:
+            result = shop.retrieve(query, "metadata", k=50, filters=flt)
+            return {h.document_id for h in result.hits}
+
+        assert docs("a bike", Condition("frame", Op.NE, "Carbon")) == not_carbon
+        assert docs("a bike without lights") == no_lights  # extracted from the query
+        assert docs("a bike", Condition("extras", Op.NIN, ["Lights"])) == no_lights
+        gone = sorted(no_lights)[0]
+        shop.delete([gone])
+        assert docs("a bike without lights") == no_lights - {gone}  # a deleted row never comes back
+    finally:
+        engine.close()
