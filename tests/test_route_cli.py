@@ -60,12 +60,18 @@ def test_collection_auto_chooses_the_collection(tmp_path: Path, minilm: Embedder
     route = payload["explain"]["route"]
     assert route["collections"]["collections"][0] == "ships"
     assert payload["hits"] and all(h["document_id"].startswith("s") for h in payload["hits"])
+    assert {h["collection"] for h in payload["hits"]} == {"ships"}  # each hit says where it comes from
     refused = cli("query", "soup", "--store", path, "-c", "auto", "--passages", "grow")
     assert refused.exit_code == 2 and "collection auto" in refused.stderr
+    replay = cli("query", "soup", "--store", path, "-c", "auto", "--pipeline", '{"strategy": "bm25"}')
+    assert replay.exit_code == 2 and "name the collection" in replay.stderr
     asked = cli("ask", "which cargo ship was launched at the yard?", "--store", path, "-c", "auto", "--json")
     assert asked.exit_code == 0, asked.stderr
     answer = json.loads(asked.stdout)
     assert answer["citations"] and all(c["document_id"].startswith("s") for c in answer["citations"])
+    assert answer["collection"] == "ships" and answer["collection_choice"]["collections"][0] == "ships"
+    ask_refused = cli("ask", "soup", "--store", path, "-c", "auto", "--param", "alpha=0.5")
+    assert ask_refused.exit_code == 2 and "collection auto" in ask_refused.stderr
     heuristic = cli(
         "query", "soup garlic", "--store", path, "-c", "recipes", "--router-selector", "heuristic", "--json"
     )
@@ -84,3 +90,35 @@ def test_eval_strategy_auto_json(tmp_path: Path, cli: Cli) -> None:
     report = json.loads(out.stdout)
     assert report["strategy"] == "auto" and report["queries"] == 3
     assert 0.0 < report["ndcg@10"] <= 1.0
+
+
+def test_text_that_looks_like_markup_is_printed_as_it_is(tmp_path: Path, minilm: Embedder, cli: Cli) -> None:
+    """Documents and queries holding "[/i]" or "[jobs]" (BBCode, INI sections) are text, never console markup."""
+    from waypost.engine import Engine
+    from waypost.types import Document
+
+    path = tmp_path / "markup"
+    with Engine(path) as engine:
+        engine.register_embedder(minilm)
+        engine.collection("manual", create=True).add(
+            [
+                Document(
+                    "cfg", "Under [jobs] set timeout_s = 30, and under [server] set port = 8080.", title="[b]Config"
+                ),
+                Document("bb", "Write [i]italic[/i] and [bold]bold[/bold] in forum posts.", title="BBCode [/x]"),
+            ]
+        )
+    for query in ("set the [jobs] timeout_s", "BBCode [/i] italic", "compare [/dim] and [/bold]"):
+        for extra in ((), ("--explain",), ("--strategy", "bm25", "--explain")):
+            out = cli("query", query, "--store", path, "-c", "manual", "-k", "2", *extra)
+            assert out.exit_code == 0 and out.exception is None, (query, extra, out.stderr)
+    shown = cli("query", "set the [jobs] timeout_s", "--store", path, "-c", "manual", "-k", "1")
+    assert "Under [jobs] set timeout_s" in shown.stdout
+    explained = cli("query", "BBCode [/i]", "--store", path, "-c", "manual", "--explain")
+    assert "[bold]" not in explained.stdout.replace("[bold]bold[/bold]", "")  # labels are styled, not printed raw
+    asked = cli("ask", "what does [i]italic[/i] do?", "--store", path, "-c", "manual", "--no-stream")
+    assert asked.exit_code == 0 and asked.exception is None, asked.stderr
+    listed = cli("ls", "--store", path, "-c", "manual")
+    assert listed.exit_code == 0 and "[b]Config" in listed.stdout and "BBCode [/x]" in listed.stdout, listed.stderr
+    described = cli("collection", "describe", "manual", "Config files: [jobs] and [/server]", "--store", path)
+    assert described.exit_code == 0 and "[jobs] and [/server]" in described.stdout, described.stderr

@@ -117,6 +117,7 @@ class Hit:
         return {
             "chunk_id": self.chunk.id,
             "document_id": self.chunk.document_id,
+            "collection": self.provenance.collection,
             "title": self.provenance.document_title,
             "section": list(self.chunk.section),
             "language": self.chunk.language,

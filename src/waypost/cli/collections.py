@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from waypost.cli.app import _one_line, app, console, err
 from waypost.cli.common import (
@@ -128,7 +129,7 @@ def ls_(
     for col in rows[0] if rows else ["(empty)"]:
         table.add_column(str(col))
     for row in rows:
-        table.add_row(*[str(v) for v in row.values()])
+        table.add_row(*[Text(str(v)) for v in row.values()])  # titles are text, never console markup
     console.print(table)
 
 
@@ -149,4 +150,4 @@ def describe(
         coll = engine.collection(name)
         coll.describe(text)
         described = coll.info.description
-    console.print(f"{name}: {described}" if described else f"{name}: description cleared")
+    console.print(f"{name}: {described}" if described else f"{name}: description cleared", markup=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from waypost.cli.app import app, console
@@ -130,4 +131,7 @@ def eval_(
         console.print(sub)
     if show_failures:
         for f in report.failures:
-            console.print(f"[yellow]{f['query']}[/]\n  expected {f['expected']}\n  got      {f['predicted']}")
+            console.print(
+                f"[yellow]{escape(str(f['query']))}[/]\n  expected {escape(str(f['expected']))}\n"
+                f"  got      {escape(str(f['predicted']))}"
+            )

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from waypost.cli.app import app, console
 from waypost.cli.common import (
@@ -42,7 +44,7 @@ from waypost.post.passages import PassageConfig
 from waypost.retrieval.fusion import FusionConfig, FusionMethod
 from waypost.retrieval.params import describe, split_assignments
 from waypost.retrieval.registry import STRATEGIES
-from waypost.route.base import AUTO, Pipeline
+from waypost.route.base import AUTO, CollectionChoice, Pipeline
 from waypost.route.config import RouterConfig
 from waypost.route.execute import run_pipeline
 from waypost.types import RetrievalResult
@@ -55,29 +57,33 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
     table.add_column("score", justify="right", width=7)
     table.add_column("where", ratio=1)
     table.add_column("text", ratio=3)
+    several_collections = len({hit.provenance.collection for hit in result.hits}) > 1
     for i, hit in enumerate(result.hits, start=1):
         text = " ".join(hit.chunk.text.split())
-        section = " > ".join(hit.chunk.section)
-        where = f"[bold]{hit.document_id}[/]\n{section}\n[dim]chars {hit.chunk.start}-{hit.chunk.end}[/]"
+        section = escape(" > ".join(hit.chunk.section))
+        where = f"[bold]{escape(hit.document_id)}[/]\n{section}\n[dim]chars {hit.chunk.start}-{hit.chunk.end}[/]"
+        if several_collections:
+            where += f"\n[dim]in {escape(hit.provenance.collection)}[/]"
         if hit.node is not None:
             where += (
-                f"\n[dim]via {hit.node.kind} node {hit.node.id} (layer {hit.node.layer}, {hit.node.leaves} chunks)[/]"
+                f"\n[dim]via {hit.node.kind} node {escape(str(hit.node.id))} (layer {hit.node.layer}, "
+                f"{hit.node.leaves} chunks)[/]"
             )
-        table.add_row(str(i), f"{hit.score:.3f}", where, text[:400] + ("…" if len(text) > 400 else ""))
+        table.add_row(str(i), f"{hit.score:.3f}", where, Text(text[:400] + ("…" if len(text) > 400 else "")))
     console.print(table)
     if explain:
         ex = result.explanation
         if ex.route:
             _print_route(ex.route)
-        console.print(f"[bold]strategy[/] {ex.strategy}   [bold]semantic query[/] {ex.semantic_query!r}")
-        console.print(f"[bold]filters[/] {ex.filters or 'none'}   [bold]candidates[/] {ex.candidates}")
+        console.print(f"[bold]strategy[/] {ex.strategy}   [bold]semantic query[/] {escape(repr(ex.semantic_query))}")
+        console.print(f"[bold]filters[/] {escape(str(ex.filters or 'none'))}   [bold]candidates[/] {ex.candidates}")
         console.print(
             "[bold]timings[/] "
             + ", ".join(f"{k} {v:.1f} ms" for k, v in ex.timings_ms.items())
             + f"   total {ex.total_ms:.1f} ms"
         )
         for note in ex.notes:
-            console.print(f"  [dim]{note}[/]")
+            console.print(f"  [dim]{escape(note)}[/]")
         for i, hit in enumerate(result.hits, start=1):
             if hit.features:
                 values = " ".join(f"{name}={value:.2f}" for name, value in hit.features.items())
@@ -86,29 +92,38 @@ def _print_result(result: RetrievalResult, explain: bool) -> None:
 
 def _print_route(route: dict[str, Any]) -> None:
     """What the router chose and why (``--explain`` under ``--strategy auto``)."""
-    console.print(
-        f"[bold]route[/] {route.get('label')}   [bold]confidence[/] {route.get('confidence', 0.0):.2f}   "
-        f"[bold]selector[/] {route.get('selector')}   [bold]collection[/] {route.get('collection')}"
-    )
-    console.print(f"[bold]pipeline[/] {route.get('pipeline_json')}", markup=False, highlight=False)
-    console.print(f"[bold]reasoning[/] {route.get('reasoning')}")
     chosen = route.get("collections")
+    if route.get("label") is not None:
+        console.print(
+            f"[bold]route[/] {escape(str(route.get('label')))}   [bold]confidence[/] "
+            f"{route.get('confidence', 0.0):.2f}   [bold]selector[/] {escape(str(route.get('selector')))}   "
+            f"[bold]collection[/] {escape(str(route.get('collection')))}"
+        )
+        console.print(f"[bold]pipeline[/] {escape(str(route.get('pipeline_json')))}", highlight=False)
+        console.print(f"[bold]reasoning[/] {escape(str(route.get('reasoning')))}")
     if chosen:
         console.print(
-            f"[bold]collections[/] {', '.join(chosen.get('collections', []))}   [bold]confidence[/] "
-            f"{chosen.get('confidence', 0.0):.2f}   [bold]by[/] {chosen.get('selector')}: {chosen.get('reasoning')}"
+            f"[bold]collections[/] {escape(', '.join(chosen.get('collections', [])))}   [bold]confidence[/] "
+            f"{chosen.get('confidence', 0.0):.2f}   [bold]by[/] {escape(str(chosen.get('selector')))}: "
+            f"{escape(str(chosen.get('reasoning')))}"
         )
+    for name, label in (route.get("per_collection") or {}).items():  # fused collections: each one's own route
+        console.print(f"  [dim]{escape(str(name))}: {escape(str(label))}[/]")
     plan = route.get("plan")
     if plan and (plan.get("sub_queries") or plan.get("must_include") or plan.get("must_exclude")):
         console.print("[bold]plan[/] ", end="")
         console.print(json.dumps(plan, ensure_ascii=False), markup=False, highlight=False)  # query text is not markup
     stages = route.get("timings_ms") or {}
-    console.print("[bold]routing[/] " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in stages.items()))
+    if stages:
+        console.print("[bold]routing[/] " + ", ".join(f"{escape(name)} {ms:.1f} ms" for name, ms in stages.items()))
     if route.get("ranking"):
-        console.print("[bold]ranking[/] " + ", ".join(f"{label} {score:.3f}" for label, score in route["ranking"]))
+        ranking = ", ".join(f"{label} {score:.3f}" for label, score in route["ranking"])
+        console.print("[bold]ranking[/] " + escape(ranking))
     for attempt in route.get("attempts") or []:
         kept = "kept" if attempt.get("kept") else "not kept"
-        console.print(f"  [dim]retry: {attempt.get('action')} ({kept}): {attempt.get('reason')}[/]")
+        console.print(
+            f"  [dim]retry: {escape(str(attempt.get('action')))} ({kept}): {escape(str(attempt.get('reason')))}[/]"
+        )
 
 
 @app.command()
@@ -169,8 +184,10 @@ def query(
     config.router = RouterConfig(selector=router_selector, profile=router_profile)
     config.router.check()
     replay = _replayed(pipeline, strategy, param, passages, rerank)
+    if collection == AUTO and replay is not None:
+        _fail("--pipeline replays one collection's pipeline: name the collection (-c NAME), not auto")
     with _open_engine(_existing(store), config) as engine:
-        if collection == AUTO and replay is None:  # stage 1: the engine chooses the collections
+        if collection == AUTO:  # stage 1: the engine chooses the collections
             if param or passages is not None or rerank is not None:
                 _fail("--collection auto takes no --param, --passages or --rerank")
             result = engine.search(text, k, strategy=strategy, filters=_filters(where, where_json))
@@ -232,7 +249,10 @@ def ask(
     """Answer a question from the documents, with numbered citations to exact spans."""
     if collections_profile is not None and collection != AUTO:
         _fail("--collections-profile chooses collections: it needs --collection auto")
+    if collection == AUTO and (param or passages is not None or rerank is not None):
+        _fail("--collection auto takes no --param, --passages or --rerank")
     params = split_assignments(param)
+    choice: CollectionChoice | None = None
     config = EngineConfig(
         embed_model=model, llm=llm, llm_timeout=timeout, collection_selector=collection_selector(collections_profile)
     )
@@ -245,7 +265,9 @@ def ask(
             collection = choice.collections[0]
             if not as_json:
                 unused = f" (not {', '.join(choice.collections[1:])})" if len(choice.collections) > 1 else ""
-                console.print(f"[dim]{choice_note(choice)}; answering from {collection} alone{unused}[/]")
+                console.print(
+                    f"[dim]{escape(choice_note(choice))}; answering from {escape(collection)} alone{escape(unused)}[/]"
+                )
         coll = engine.collection(collection)
         streamed = ""
         if stream and not as_json:
@@ -259,7 +281,10 @@ def ask(
             answer = coll.answer(question, strategy, k, params, passage_config, rerank)
     assert answer is not None
     if as_json:
-        print(json.dumps(answer.to_dict()))
+        payload = answer.to_dict()
+        if choice is not None:  # stage 1 chose: say which collection answered and why
+            payload = {"collection": collection, "collection_choice": choice.to_dict(), **payload}
+        print(json.dumps(payload))
         return
     if not stream:
         console.print(answer.text, markup=False, highlight=False)
@@ -269,7 +294,8 @@ def ask(
         console.print(answer.text, markup=False, highlight=False)
     for c in answer.citations:
         console.print(
-            f"  [bold][{c.number}][/] {c.title or c.document_id} [dim]({c.document_id}, chars {c.start}-{c.end})[/]"
+            f"  [bold]\\[{c.number}][/] {escape(c.title or c.document_id)} "
+            f"[dim]({escape(c.document_id)}, chars {c.start}-{c.end})[/]"
         )
     if explain:
         meta = answer.metadata.to_dict()
@@ -283,7 +309,7 @@ def ask(
             f"{meta['prompt_tokens']} in / {meta['completion_tokens']} out, cost ${meta['cost_usd']:.6f}"
         )
         for fb in meta["fallbacks"]:
-            console.print(f"[yellow]fallback[/] {fb}")
+            console.print(f"[yellow]fallback[/] {escape(str(fb))}")
 
 
 @app.command()
@@ -299,7 +325,7 @@ def demo(
         coll = engine.collection(DEFAULT_COLLECTION)
         result = coll.retrieve(query_text, "hybrid", k=3)
         answer = coll.answer(query_text, "hybrid", k=3)
-    console.print(f"[bold]query[/] {query_text}")
+    console.print(f"[bold]query[/] {escape(query_text)}")
     _print_result(result, explain=True)
     console.print(f"\n[bold]answer[/] ({answer.mode}, no LLM configured)")
     console.print(answer.text, markup=False, highlight=False)

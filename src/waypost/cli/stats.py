@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from waypost.cli.app import app, console
 from waypost.cli.common import (
@@ -88,7 +89,7 @@ def stats(
         for col in ("field", "kind", "list", "distinct", "range"):
             table.add_column(col)
         for name, f in data["fields"].items():
-            table.add_row(name, f["kind"], str(f["list"]), str(f["distinct"] or ""), str(f["range"] or ""))
+            table.add_row(Text(name), f["kind"], str(f["list"]), str(f["distinct"] or ""), Text(str(f["range"] or "")))
         console.print(table)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from waypost.cli.app import app, console, err
 from waypost.cli.common import (
@@ -117,9 +118,10 @@ def tree_show(
         node = tree.nodes[node_id]
         text = " ".join(node.text.split())
         text = text[:width] + ("…" if len(text) > width else "")
-        label = f" {node.document_id}" if node.document_id else ""
+        label = f" {escape(node.document_id)}" if node.document_id else ""
         console.print(
-            f"{'  ' * level}[bold]#{node.id}[/] L{node.layer} {node.kind}{label} ({len(node.leaves)} chunks): {text}",
+            f"{'  ' * level}[bold]#{node.id}[/] L{node.layer} {node.kind}{label} ({len(node.leaves)} chunks): "
+            f"{escape(text)}",
             markup=True,
             highlight=False,
         )
