@@ -169,6 +169,9 @@ def test_heuristic_rules_follow_capabilities() -> None:
     strong = features(filter_conditions=1, filter_selectivity=0.9)
     assert rules.select("q", strong, POOL).pipeline == METADATA
     assert rules.select("q", features(filter_conditions=1, filter_selectivity=0.1), POOL).pipeline == HYBRID
+    # an exclusion ("not Indian") is applied however little it drops: the query's words find what it excludes
+    excluding = rules.select("q", features(filter_conditions=1, filter_selectivity=0.1, filter_exclusions=1), POOL)
+    assert excluding.pipeline == METADATA and "exclude values" in excluding.reasoning
     summary = features(summary_cues=1, **long_docs)
     assert rules.select("q", summary, [*POOL, TREE]).pipeline == TREE
     assert rules.select("q", summary, POOL).pipeline == PASSAGES  # no tree runnable: passages instead

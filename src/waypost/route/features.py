@@ -53,6 +53,7 @@ QUERY_FEATURES = (
     "dense_coverage",  # how far the embedder covers the query's language (1: fully)
     "filter_conditions",  # conditions the collection's rule extractor finds in the query
     "filter_selectivity",  # 1 - share of live chunks the extracted filter keeps (0: no filter)
+    "filter_exclusions",  # its conditions that exclude a value ("not diesel"): the heuristic rules read it
 )
 FIRST_STAGE_FEATURES = (
     "top_score",  # fused hybrid score of the first hit
@@ -216,19 +217,22 @@ def extracted_filter(query: str, indexes: IndexSet) -> Filter | None:
 
 
 def filter_features(flt: Filter | None, indexes: IndexSet) -> Features:
-    """How many conditions the extracted filter has, and the share of live chunks it drops."""
+    """How many conditions the extracted filter has, the share of live chunks it drops, and how many of its
+    conditions exclude a value ("not diesel")."""
     if flt is None:
-        return {"filter_conditions": 0.0, "filter_selectivity": 0.0}
-    count = float(len(conditions(flt)))
+        return {"filter_conditions": 0.0, "filter_selectivity": 0.0, "filter_exclusions": 0.0}
+    found = conditions(flt)
+    count = float(len(found))
+    exclusions = float(sum(c.op.negated for c in found))
     live = indexes.live_count
     try:
         mask = indexes.metadata.mask(flt)
     except WaypostError:  # a filter the index cannot evaluate: no selectivity to measure
-        return {"filter_conditions": count, "filter_selectivity": 0.0}
+        return {"filter_conditions": count, "filter_selectivity": 0.0, "filter_exclusions": exclusions}
     if indexes.live is not None:
         mask = mask & indexes.live
     kept = int(mask.sum()) / max(1, live)
-    return {"filter_conditions": count, "filter_selectivity": 1.0 - kept}
+    return {"filter_conditions": count, "filter_selectivity": 1.0 - kept, "filter_exclusions": exclusions}
 
 
 def first_stage_features(

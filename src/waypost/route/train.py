@@ -41,7 +41,9 @@ def parse_pool(specs: Sequence[str]) -> list[Pipeline]:
 
 # -- features -------------------------------------------------------------------------------------
 FeatureFn = Callable[[Engine, MixedQuery], tuple[Features, float]]  # features, ms of their hybrid first stage
-STATE_FEATURES = ("graph_loaded",)  # whether the collection has a graph: a property of the collection, not the query
+# Not fitted on: whether the collection has a graph (a property of the collection, not the query), and the
+# extracted filter's exclusions, which the heuristic rules act on and no training set of the router holds
+STATE_FEATURES = ("graph_loaded", "filter_exclusions")
 
 
 def router_features() -> tuple[FeatureFn, list[str]]:

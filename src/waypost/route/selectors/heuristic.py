@@ -34,10 +34,12 @@ class HeuristicSelector:
     def _rule(self, f: Features, candidates: Sequence[Pipeline]) -> tuple[Pipeline, float, str]:
         long_docs = math.expm1(f.get("doc_tokens_log", 0.0)) >= LONG_DOCUMENT_TOKENS
         selectivity = f.get("filter_selectivity", 0.0)
-        if f.get("filter_conditions", 0.0) >= 1 and selectivity >= STRONG_FILTER:
+        excludes = f.get("filter_exclusions", 0.0) >= 1  # unfiltered, "not Indian" finds the Indian dishes first
+        if f.get("filter_conditions", 0.0) >= 1 and (selectivity >= STRONG_FILTER or excludes):
             found = cheapest(candidates, extracts_filters)
             if found is not None:
-                reason = f"the query names metadata filters that keep {1 - selectivity:.0%} of the collection"
+                what = "exclude values and keep" if excludes else "keep"
+                reason = f"the query names metadata filters that {what} {1 - selectivity:.0%} of the collection"
                 return found, 0.5 + selectivity / 2, reason
         if f.get("summary_cues", 0.0) >= 1 and long_docs:
             found = cheapest(candidates, needs_tree) or cheapest(candidates, assembles_passages)
