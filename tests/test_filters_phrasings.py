@@ -82,6 +82,40 @@ def test_numbers_as_people_write_them(bikes: FilterExtractor, query: str, expect
     assert found(bikes, query) == expected
 
 
+def test_words_of_one_catalogue_do_not_leak_into_another() -> None:
+    """ "series" means TV only where some value says TV; hyphenated words are words; "x5" is the code X5."""
+    cars = extractor_of(
+        [
+            {"make": make, "model": model, "body": body, "seats": seats, "km": 10_000 * i}
+            for i, (make, model, body, seats) in enumerate(
+                [("BMW", "3 Series", "Saloon", 5), ("BMW", "X5", "SUV", 5), ("Mercedes-Benz", "C-Class", "Estate", 5),
+                 ("Kia", "Ceed", "Hatchback", 5), ("Ford", "Galaxy", "People-Carrier", 7)] * 4
+            )
+        ]
+    )  # fmt: skip
+    assert found(cars, "a car for a family of 3") == set()  # not the 3 Series ("series" is no TV here)
+    assert found(cars, "bmw 3 series") == {("make", "eq", "BMW"), ("model", "eq", "3 Series")}
+    assert found(cars, "a used bmw x5") == {("make", "eq", "BMW"), ("model", "eq", "X5")}
+    assert found(cars, "c class estate") >= {("model", "eq", "C-Class"), ("body", "eq", "Estate")}
+    assert found(cars, "a people carrier") >= {("body", "eq", "People-Carrier")}
+    assert found(cars, "a saloon or an estate") == {("body", "in", ("Estate", "Saloon"))}
+    # a number with a unit but no comparison is a filter only if some row holds it exactly
+    assert found(cars, "cars with 7 seats") == {("seats", "eq", 7)}
+    assert found(cars, "is 65,000 km a lot for a diesel?") == set()
+
+
+def test_two_values_of_several_words(bikes: FilterExtractor) -> None:
+    assert found(bikes, "disc brakes or full suspension") == {("extras", "in", ("Disc Brakes", "Full Suspension"))}
+    assert found(bikes, "front suspension or full suspension") == {
+        ("extras", "in", ("Front Suspension", "Full Suspension"))
+    }
+    assert found(bikes, "disc brakes and rim brakes") == {
+        ("extras", "eq", "Disc Brakes"),
+        ("extras", "eq", "Rim Brakes"),
+    }
+    assert found(bikes, "hub gear or belt drive") == {("drive", "in", ("Belt", "Hub Gear"))}
+
+
 def test_a_space_grouped_number_is_not_two_numbers(bikes: FilterExtractor) -> None:
     assert found(bikes, "bikes under 4 500 dollars") == {("price_usd", "lt", 4500)}
     assert found(bikes, "one bike for my son") == set()  # a number word alone is no count

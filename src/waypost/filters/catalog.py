@@ -6,10 +6,13 @@ read through it, so query understanding does not depend on how the index stores 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from waypost.filters.model import Filter
 
 # "strings": a field whose values are lists of strings (genres: ["Thriller", "Drama"]).
 FieldKind = Literal["number", "date", "string", "strings", "mixed"]
@@ -45,6 +48,10 @@ class FieldCatalog(Protocol):
 
     def positions(self, name: str, value: Any) -> npt.NDArray[np.int64]:
         """Chunk positions carrying ``value`` in ``name`` (to tell which values imply others)."""
+        ...
+
+    def mask(self, flt: Filter) -> npt.NDArray[np.bool_]:
+        """Which positions a filter keeps (to tell whether any row holds a number exactly)."""
         ...
 
 

@@ -39,7 +39,7 @@ from waypost.filters.text import (
 from waypost.filters.text import (
     stem as _stem,
 )
-from waypost.filters.values import ValueForm, ValueIndex
+from waypost.filters.values import ValueForm, ValueIndex, synonyms_in_use
 
 if TYPE_CHECKING:
     from waypost.llm.accounting import QueryMetadata
@@ -62,6 +62,7 @@ _EXCLUDED_BEFORE = re.compile(
 )
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 _NEGATED_FLAG = re.compile(rf"(?:{_EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
+_JOINED = re.compile(r"\band\b|&", re.IGNORECASE)  # a value that itself joins two words ("Action & Adventure")
 _ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|,\s*or|,\s*nor)\s*$", re.IGNORECASE)
 
 
@@ -89,7 +90,7 @@ class FilterExtractor:
         today: Callable[[], date] = date.today,
     ) -> None:
         self.index = index
-        self.synonyms = {**DEFAULT_SYNONYMS, **(synonyms or {})}
+        self.synonyms = {**synonyms_in_use(index, DEFAULT_SYNONYMS), **(synonyms or {})}
         self.kind_words = kind_words
         self.today = today
         self.values = ValueIndex(index, self.synonyms, kind_words)
@@ -241,11 +242,14 @@ class FilterExtractor:
             window = tokens[i:j]
             if any(not free(t.start, t.end) for t in window) or window[0].norm in stop or window[-1].norm in stop:
                 continue
+            inner = {t.word for t in window[1:-1]}
+            if inner & {"or", "nor"}:  # "heated seats or leather seats" holds two values, not one
+                continue
             stems = [t.norm for t in window if t.norm not in stop]
             content = frozenset(s for s in stems if s not in self.kind_words)
             kinds = frozenset(s for s in stems if s in self.kind_words)
             form = self._best(content, kinds, window, functools.partial(self._names_match, query, tokens, i, j))
-            if form is None:
+            if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             earlier = picked.get(form.field, [])
             if form.field in scalar_taken and _excluded(query, window[0].start, earlier) is None:

@@ -350,7 +350,15 @@ def bind(
         chosen = _by_range(phrase, aliases, allowed, year_like)
     if chosen is None:
         return None
-    return _conditions(phrase, aliases, chosen, today), named.get(chosen, [])
+    found = _conditions(phrase, aliases, chosen, today)
+    if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
+        return None  # "the timing belt at 120,000 km" asks about a mileage, not for cars with exactly that one
+    return found, named.get(chosen, [])
+
+
+def _held(aliases: FieldAliases, found: list[Condition]) -> bool:
+    """Whether some row holds what equality conditions ask for (an equality no row meets is no filter)."""
+    return all(c.op is not Op.EQ or bool(aliases.catalog.mask(c).any()) for c in found)
 
 
 def _fits(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> bool:

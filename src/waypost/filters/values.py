@@ -33,13 +33,37 @@ NAME_MAX_USES = 10  # a value on more chunks than this on average: a category (n
 _FLAGS = (("true", "false"), ("yes", "no"))
 
 
+SYNONYM_FIELD_MAX_VALUES = 1000  # fields with more distinct values (people's names) hold no category words
+
+
+def synonyms_in_use(catalog: FieldCatalog, synonyms: dict[str, str]) -> dict[str, str]:
+    """The synonyms whose every target word occurs in the collection's category-like values: "series" becomes
+    "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's model line."""
+    words: set[str] = set()
+    for name in catalog.fields:
+        if is_text(catalog.field_kind(name)):
+            values = catalog.values(name)
+            if len(values) <= SYNONYM_FIELD_MAX_VALUES:
+                words.update(w for v in values for w in folded_words(v, {}))
+    return {k: v for k, v in synonyms.items() if not k.isalpha() or all(w in words for w in folded_words(v, {}))}
+
+
 def is_code(value: str) -> bool:
-    """One token with a digit or a hyphen, or a short upper-case word (``R``, ``NR``)."""
-    return (
-        " " not in value.strip()
-        and (bool(re.search(r"\d|-", value)) or (value.isupper() and len(value) <= 5))
-        and not value.replace(".", "").isdigit()
-    )
+    """One token with a digit (``PG-13``, ``X5``), a hyphenated one in capitals (``TV-MA``), or a short upper-case
+    word (``R``, ``NR``). "Full-time", "Sci-Fi" and "Mercedes-Benz" are words, matched by their stems."""
+    token = value.strip()
+    if " " in token or token.replace(".", "").isdigit():
+        return False
+    if re.search(r"\d", token):
+        return True
+    if "-" in token:
+        return all(part.isupper() for part in token.split("-") if part)
+    return token.isupper() and len(token) <= 5
+
+
+def _case_blind(value: str) -> bool:
+    """A short code that may match in any case: letters and digits together ("a4" is "A4"), unlike "R"."""
+    return bool(re.search(r"\d", value)) and bool(re.search(r"[^\W\d_]", value))
 
 
 def _flag(counts: dict[str, int]) -> tuple[bool | str, bool | str] | None:
@@ -181,14 +205,14 @@ class ValueIndex:
 
     def code_matches(self, query: str) -> list[tuple[re.Match[str], str, str]]:
         """(match, field, value) for each query token that is a code value; codes of one or two characters
-        must match in case ("R" is a rating, "r" is not)."""
+        must match in case ("R" is a rating, "r" is not) unless they mix letters and digits ("x5")."""
         out: list[tuple[re.Match[str], str, str]] = []
         fields = [(n, c, s) for n, c, s in self._fields if s.codes and n not in self.name_fields]
         for m in _CODE_TOKEN.finditer(query):
             token = m.group(0)
             for name, counts, shared in fields:
                 for value in shared.codes.get(token.casefold(), ()):
-                    if value in counts and (len(value) > 2 or token == value):
+                    if value in counts and (len(value) > 2 or token == value or _case_blind(value)):
                         out.append((m, name, value))
         return out
 
