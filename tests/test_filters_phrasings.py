@@ -104,6 +104,21 @@ def test_words_of_one_catalogue_do_not_leak_into_another() -> None:
     assert found(cars, "is 65,000 km a lot for a diesel?") == set()
 
 
+def test_units_read_from_the_schema() -> None:
+    cellar = extractor_of(
+        [
+            {"price_gbp": 9 + (i * 7) % 60, "bottle_ml": [375, 750, 1500][i % 3], "salary_usd": 40_000 + 1_000 * i}
+            for i in range(60)
+        ]
+    )
+    assert found(cellar, "wines below 30 pounds") == {("price_gbp", "lt", 30)}  # no field weighs: money
+    assert found(cellar, "1.5 litre bottles") == {("bottle_ml", "eq", 1500)}
+    assert found(cellar, "a 75 cl bottle") == {("bottle_ml", "eq", 750)}
+    assert found(cellar, "jobs paying more than 90,000 a year") == {("salary_usd", "gt", 90000)}  # a rate's period
+    bikes = extractor_of(bicycles())
+    assert found(bikes, "bikes under 30 pounds") == {("weight_kg", "lt", 13.607771)}  # here a weight
+
+
 def test_two_values_of_several_words(bikes: FilterExtractor) -> None:
     assert found(bikes, "disc brakes or full suspension") == {("extras", "in", ("Disc Brakes", "Full Suspension"))}
     assert found(bikes, "front suspension or full suspension") == {

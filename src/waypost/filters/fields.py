@@ -34,6 +34,9 @@ UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(("inch", "inches"), ("length", 0.0254)),
     **dict.fromkeys(("ft", "foot", "feet"), ("length", 0.3048)),
     **dict.fromkeys(("mile", "miles"), ("length", 1609.344)),
+    **dict.fromkeys(("ml", "millilitre", "millilitres", "milliliter", "milliliters"), ("volume", 1e-3)),
+    **dict.fromkeys(("cl", "centilitre", "centilitres", "centiliter", "centiliters"), ("volume", 1e-2)),
+    **dict.fromkeys(("l", "litre", "litres", "liter", "liters"), ("volume", 1.0)),
     **dict.fromkeys(("kb", "kilobytes"), ("data", 1e-3)),
     **dict.fromkeys(("mb", "megabytes"), ("data", 1.0)),
     **dict.fromkeys(("gb", "gigabytes"), ("data", 1e3)),
@@ -44,12 +47,16 @@ UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(("cent", "cents"), ("money:usd", 0.01)),
     **dict.fromkeys(("%", "percent", "pct", "percentage"), ("percent", 1.0)),
 }
+# A unit word with a second meaning, taken where no field has the first one's dimension ("under 30 pounds" is
+# money in a catalogue that weighs nothing)
+OTHER_READING: dict[str, str] = {"pound": "£", "pounds": "£"}
 # Words of a field name that give its dimension when it carries no unit ("runtime" is a time).
 DIMENSION_WORDS = {
     **dict.fromkeys(("runtime", "duration"), "time"),
     **dict.fromkeys(("price", "cost", "msrp", "fee", "fare", "budget", "revenue", "salary"), "money"),
     **dict.fromkeys(("weight", "mass"), "weight"),
     **dict.fromkeys(("distance", "height", "width", "depth"), "length"),
+    **dict.fromkeys(("volume", "capacity"), "volume"),
 }
 # Generic English words of one concept; a field whose name holds one of them answers to all of them.
 CONCEPTS: list[frozenset[str]] = [

@@ -12,10 +12,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
-from waypost.filters.fields import UNITS, FieldAliases
+from waypost.filters.fields import OTHER_READING, UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
 from waypost.filters.text import Token
 
@@ -268,6 +268,7 @@ def _between(query: str, start: int) -> int:
     return m.start() + offset if m else -1
 
 
+_RATE = frozenset("a an per each every".split())
 _BOUNDARY = frozenset("with and but or that which who whose while where".split())
 Free = Callable[[int, int], bool]
 
@@ -289,6 +290,8 @@ def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -
             word = query[t.start : t.end].lower()
             if not free(t.start, t.end) or "," in gap or ";" in gap or word in _BOUNDARY:
                 break
+            if side is after and word in _RATE:  # "90,000 a year": a rate's period names no field
+                break
             out.append((t, dist))
             edge = t.start if side is before else t.end
     return out
@@ -298,6 +301,10 @@ def bind(
     query: str, phrase: NumberPhrase, aliases: FieldAliases, tokens: list[Token], free: Free, today: date
 ) -> tuple[list[Condition], list[Token]] | None:
     """The conditions a phrase means and the words that named its field; ``None``: not a filter."""
+    unit = (phrase.unit or "").lower()
+    other = OTHER_READING.get(unit)
+    if other is not None and UNITS[unit][0] not in aliases.dimensions.values():
+        phrase = replace(phrase, unit=other)
     if phrase.age is not None:  # "under 5 years old" is about a field of ages when the collection has one
         ages = [
             n
