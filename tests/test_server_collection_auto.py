@@ -115,8 +115,9 @@ def test_a_collection_cannot_be_named_auto(live: LiveServer, engine: Engine, cli
         # a route that takes one collection says where auto works
         r = c.get("/v1/collections/auto/documents")
         assert r.status_code == 404 and "retrieve and answer only" in r.json()["error"]
-    with pytest.raises(InvalidInputError, match="cannot be named 'auto'"):
-        engine.collection("auto", create=True)
+    for name in ("auto", "Auto", "AUTO"):
+        with pytest.raises(InvalidInputError, match="cannot be named 'auto'"):
+            engine.collection(name, create=True)
     (tmp_path / "a.txt").write_text("some text")
     added = cli("add", tmp_path / "a.txt", "--store", tmp_path / "store", "--collection", "auto")
     assert added.exit_code != 0 and "cannot be named 'auto'" in added.stderr

@@ -74,7 +74,7 @@ def collection_name(name: object, new: bool = True) -> str:
             f"a collection name is 1 to 128 letters, digits, '_', '.', '-' or spaces, starting with a letter, "
             f"digit or '_' (and not ending in a space), got {name!r}"
         )
-    if new and name == AUTO_COLLECTION:
+    if new and name.casefold() == AUTO_COLLECTION:  # "Auto" would read as the choice on case-blind filesystems
         raise InvalidInputError(
             f"a collection cannot be named {AUTO_COLLECTION!r}: collection {AUTO_COLLECTION!r} lets waypost choose "
             "the collections"
