@@ -55,6 +55,20 @@ def test_flags(bikes: FilterExtractor, query: str, expected: Expected) -> None:
     assert found(bikes, query) == expected
 
 
+def test_a_negation_between_a_flags_words_and_scaled_number_words() -> None:
+    flats = extractor_of(
+        [{"district": d, "pets_allowed": p, "capacity": c} for d in ("Wedding", "Mitte") for p in ("yes", "no")
+         for c in (150, 2000, 12000)]
+    )  # fmt: skip
+    assert found(flats, "flats in Wedding where pets are not allowed") == {
+        ("district", "eq", "Wedding"),
+        ("pets_allowed", "eq", "no"),
+    }
+    assert found(flats, "pets allowed") == {("pets_allowed", "eq", "yes")}
+    assert found(flats, "a capacity of at least ten thousand") == {("capacity", "gte", 10000)}
+    assert found(flats, "capacity over 2 thousand") == {("capacity", "gt", 2000)}
+
+
 def test_an_exclusion_leaves_no_words_behind(bikes: FilterExtractor) -> None:
     assert bikes.extract("touring bikes without disc brakes").semantic_query == "touring bikes"
 

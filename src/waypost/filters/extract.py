@@ -63,6 +63,7 @@ _EXCLUDED_BEFORE = re.compile(
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 _NEGATED_FLAG = re.compile(rf"(?:{_EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 _JOINED = re.compile(r"\band\b|&", re.IGNORECASE)  # a value that itself joins two words ("Action & Adventure")
+_NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|,\s*or|,\s*nor)\s*$", re.IGNORECASE)
 
 
@@ -223,7 +224,8 @@ class FilterExtractor:
                 continue
             first = hits[0]
             cue = _NEGATED_FLAG.search(query[max(0, tokens[first].start - 40) : tokens[first].start])
-            value = cue is None
+            between = query[tokens[first].end : tokens[hits[-1]].start]  # "pets are not allowed"
+            value = cue is None and not _NEGATED_BETWEEN.search(between)
             start = tokens[first].start if cue is None else max(0, tokens[first].start - 40) + cue.start()
             if value and first > 0 and query[tokens[first - 1].start : tokens[first - 1].end].lower() in ("in", "is"):
                 start = tokens[first - 1].start

@@ -82,6 +82,8 @@ _AGE = re.compile(rf"\b(\d+|{'|'.join(_WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]
 _NUMBER_WORD = re.compile(
     rf"\b(?:{'|'.join(w for w in _WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
+_SCALES = {"hundred": 100.0, "thousand": 1000.0, "million": 1e6}
+_SCALE = re.compile(rf"\s+({'|'.join(_SCALES)})\b", re.IGNORECASE)  # "ten thousand", "2 million"
 _THIS_YEAR = re.compile(r"\b(?:from\s+|in\s+)?this\s+year\b", re.IGNORECASE)
 _RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
 
@@ -222,6 +224,10 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         value = _num(m)
         unit = m.group("cur") or ("%" if m.group("pct") else None)
         end = m.end()
+        scale = None if m.group("k") or m.group("pct") else _SCALE.match(query, end)
+        if scale is not None:  # "10 thousand", "$2 million"
+            value *= _SCALES[scale.group(1).lower()]
+            end = scale.end()
         if unit is None:
             unit, end = _unit_after(query, end)
         op, at = _prefix_op_before(query, m.start())
@@ -253,11 +259,14 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             add(NumberPhrase(start, end, [(op, value)], unit))
         else:
             add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
-    for m in _NUMBER_WORD.finditer(query):  # "fewer than three owners", "at least two bedrooms"
+    for m in _NUMBER_WORD.finditer(query):  # "fewer than three owners", "at least ten thousand"
         op, at = _prefix_op_before(query, m.start())
-        if isinstance(op, Op) and op is not Op.EQ and ok(at, m.end()):
-            unit, end = _unit_after(query, m.end())
-            add(NumberPhrase(at, end, [(op, _count(m.group(0)))], unit))
+        scale = _SCALE.match(query, m.end())
+        end = scale.end() if scale else m.end()
+        if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
+            value = _count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
+            unit, end = _unit_after(query, end)
+            add(NumberPhrase(at, end, [(op, value)], unit))
     return sorted(found, key=lambda p: p.start)
 
 
