@@ -77,6 +77,10 @@ def test_close_collections_are_fused_and_search_explains_the_choice(three: Engin
     assert len(note.split(" chosen")[0].split(",")) == 3  # every collection, fused
     assert "fused hybrid, hybrid, hybrid by reciprocal rank" in result.explanation.notes
     assert len(result.hits) == 4 and "collections" in result.explanation.timings_ms
+    choice = (result.explanation.route or {})["collections"]
+    lead = choice["collections"][0]
+    assert choice["confidence"] == choice["scores"][lead] < 1.0  # the lead's probability, not the fused sum
+    assert "together p=1.00" in choice["reasoning"]
 
     three.use_collection_selector(EmbeddingCollectionSelector(three))
     only = three.search("moons of planets", k=2, strategy="hybrid")

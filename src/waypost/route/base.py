@@ -158,7 +158,7 @@ class PipelineSelector(Protocol):
 @dataclass
 class CollectionChoice:
     collections: list[str]  # one, or several to fuse
-    confidence: float
+    confidence: float  # the probability of the lead collection (the first)
     reasoning: str
     selector: str
     scores: dict[str, float] = field(default_factory=dict)

@@ -247,11 +247,13 @@ class EmbeddingCollectionSelector:
         scores = {allowed[i]: round(float(probs[i]), 4) for i in order}
         lead = max(SIGNALS, key=lambda s: self.weights.get(s, 0.0) * signals[chosen[0]][s])
         reasoning = f"{chosen[0]} scores highest (p={best:.2f}; strongest signal: {lead})"
+        together = float(probs[order[: len(chosen)]].sum())
         if len(chosen) > 1:
-            reasoning += f"; {', '.join(chosen[1:])} close behind: fused"
+            reasoning += f"; {', '.join(chosen[1:])} close behind: fused (together p={together:.2f})"
         if why_fields:
             reasoning = why_fields + "; " + reasoning
-        return CollectionChoice(chosen, float(probs[order[: len(chosen)]].sum()), reasoning, self.name, scores)
+        # the confidence is the lead collection's probability: fusing three unlikely ones is no certainty
+        return CollectionChoice(chosen, best, reasoning, self.name, scores)
 
     def to_json(self) -> str:
         """The selector's learned state (weights, fuse ratio, exemplar queries) as JSON."""
