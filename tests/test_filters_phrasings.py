@@ -178,3 +178,31 @@ def test_exclusion_operators_end_to_end(tmp_path: Path, minilm: Embedder) -> Non
         assert docs("a bike without lights") == no_lights - {gone}  # a deleted row never comes back
     finally:
         engine.close()
+
+
+def test_a_catalogue_request_is_answered_from_the_hits_that_meet_it(tmp_path: Path, minilm: Embedder) -> None:
+    """The words the filters took ("electric", "belt drive", "under $2,000") need no support in the text: the hits
+    meet them. Without them the extractive answer found too few of the request's words and said it had none."""
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
+    engine.register_embedder(minilm)
+    try:
+        shop = engine.collection("shop", create=True)
+        rows = [
+            ("commuter", "yes", "Belt", 1800, "A quiet commuter for daily rides to work."),
+            ("tourer", "yes", "Belt", 1950, "A tourer for long weekend trips."),
+            ("racer", "no", "Chain", 1500, "A light racer for fast group rides."),
+            ("cargo", "yes", "Chain", 3900, "A cargo bike that carries two children."),
+        ]
+        shop.add(
+            [
+                Document(name, text, title=name.title(), metadata={"electric": e, "drive": d, "price_usd": p})
+                for name, e, d, p, text in rows
+            ]
+        )
+        answer = shop.answer("electric bikes under $2,000 with a belt drive", "metadata", k=3)
+        assert answer.supported, answer.text
+        assert {c.document_id for c in answer.citations} == {"commuter", "tourer"}
+        plain = shop.answer("which bike has a carbon frame and a belt drive?", "hybrid", k=3)
+        assert not plain.supported  # no filter took those words: the text must support them, and does not
+    finally:
+        engine.close()

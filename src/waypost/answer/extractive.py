@@ -79,18 +79,35 @@ class ExtractiveAnswerer:
                 scored.append(ScoredSentence(rank, hit, start, start + len(sentence), sentence, score))
         return sorted(scored, key=lambda s: -s.score)
 
-    def supports(self, question: str, hits: list[Hit]) -> bool:
+    def supports(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> bool:
         """The passages of the best sentences, together, must cover more than half of the question's
-        content words (a multi-hop answer spreads them over several passages)."""
+        content words (a multi-hop answer spreads them over several passages). ``unfiltered``: the question's
+        words that metadata filters did not take, when the hits met those filters; the words they took
+        ("vegetarian", "Indian", "under 30 minutes") count as covered."""
         language = question_language(question, hits)
         wanted = _stems(question, language)
         covered = wanted & _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
+        if unfiltered is not None:
+            covered |= wanted - _stems(unfiltered, language)
         return len(covered) > self.min_coverage * len(wanted)
 
-    def answer(self, question: str, hits: list[Hit]) -> tuple[str, list[Citation], bool]:
+    def answer(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> tuple[str, list[Citation], bool]:
+        """``unfiltered``: what is left of the question once metadata filters took their words, when the hits
+        met such filters ("vegetarian Indian dishes under 30 minutes" leaves "dishes"). A catalogue request
+        whose hits share no word with it is answered by the first sentence of each of the best hits."""
         ranked = self.score(question, hits)
-        if not ranked or not self.supports(question, [s.hit for s in ranked[: self.max_sentences]]):
+        if not ranked and unfiltered is not None:
+            ranked = [
+                ScoredSentence(rank, hit, hit.chunk.start + span.start, hit.chunk.start + span.end,
+                               hit.chunk.text[span.start : span.end], 1.0)
+                for rank, hit in enumerate(hits[: self.max_sentences])
+                for span in split_sentences(hit.chunk.text)[:1]
+            ]  # fmt: skip
+        if not ranked or not self.supports(question, [s.hit for s in ranked[: self.max_sentences]], unfiltered):
             return NOT_SUPPORTED, [], False
+        return self._cite(ranked)
+
+    def _cite(self, ranked: list[ScoredSentence]) -> tuple[str, list[Citation], bool]:
         floor = ranked[0].score * self.min_relative
         chosen: list[ScoredSentence] = []
         per_passage: dict[str, int] = {}

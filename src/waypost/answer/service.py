@@ -53,7 +53,9 @@ class AnswerService:
 
     def _extractive(self, question: str, result: RetrievalResult, meta: QueryMetadata) -> Answer:
         t0 = time.perf_counter()
-        text, citations, supported = self.extractive.answer(question, result.hits)
+        filtered = result.explanation.filters is not None  # the hits met filters read from (or given with) it
+        unfiltered = result.explanation.semantic_query if filtered else None
+        text, citations, supported = self.extractive.answer(question, result.hits, unfiltered)
         meta.timings_ms["answer.extractive"] = (time.perf_counter() - t0) * 1000
         return Answer(question, text, citations, "extractive", supported, meta, result.hits)
 
