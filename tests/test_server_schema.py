@@ -187,6 +187,18 @@ def test_unparseable_json_bodies_and_unknown_routes_answer_with_the_error_body(t
         assert r.status_code == 405 and r.json()["error"]
 
 
+def test_counts_and_switches_take_their_own_json_types(target: Target) -> None:
+    """k true, k "5", k 2.0 and stream "yes" are refused: a client sending them has a bug worth hearing about."""
+    query = {"collection": COLLECTION, "query": "river"}
+    with target.server.client("alpha:read") as c:
+        for bad in ({"k": True}, {"k": "5"}, {"k": 2.0}, {"explain": "yes"}, {"explain": 1}):
+            r = c.post("/v1/retrieve", json={**query, **bad})
+            assert r.status_code == 422 and r.json()["error"], (bad, r.text)
+        r = c.post("/v1/answer", json={"collection": COLLECTION, "question": "river?", "stream": "yes"})
+        assert r.status_code == 422 and r.json()["error"], r.text
+        assert c.post("/v1/retrieve", json={**query, "k": 2, "explain": True}).status_code == 200
+
+
 def test_rerank_never_reads_a_path_on_the_server(target: Target, tmp_path: Path) -> None:
     """A client names a rerank profile; a path would let it probe or load the server's files."""
     profile = tmp_path / "probe.json"

@@ -107,14 +107,14 @@ class RetrieveIn(Strict):
     collection: str = Field(min_length=1, max_length=128, description=AUTO_DESCRIPTION + " (fused when several)")
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     strategy: str = Field(default="auto", description="auto, or a name from GET /v1/strategies")
-    k: int = Field(default=10, ge=1, le=100)
+    k: int = Field(default=10, ge=1, le=100, strict=True)
     filters: dict[str, Any] | None = Field(
         default=None, description='a filter object, e.g. {"year": {"gte": 2010}} or {"or": [...]}'
     )
     params: dict[str, Scalar] | None = None
     passages: PassagesIn | None = None
     rerank: str | None = Field(default=None, max_length=256)
-    explain: bool = False
+    explain: bool = Field(default=False, strict=True)
 
 
 class HitOut(BaseModel):
@@ -162,9 +162,9 @@ class AnswerIn(Strict):
     )
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     strategy: str = "auto"
-    k: int = Field(default=5, ge=1, le=50)
+    k: int = Field(default=5, ge=1, le=50, strict=True)
     params: dict[str, Scalar] | None = None
-    stream: bool = False
+    stream: bool = Field(default=False, strict=True)
 
 
 class CitationOut(BaseModel):
@@ -198,7 +198,7 @@ class CompareIn(Strict):
     collection: str = Field(min_length=1, max_length=128)
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     pipelines: list[PipelineIn] = Field(min_length=2, max_length=3)
-    k: int = Field(default=10, ge=1, le=50)
+    k: int = Field(default=10, ge=1, le=50, strict=True)
 
 
 class CompareRun(BaseModel):
