@@ -11,7 +11,7 @@ import pytest
 
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
-from waypost.errors import InvalidInputError, WaypostError
+from waypost.errors import FilterError, InvalidInputError, WaypostError
 from waypost.filters.model import Condition, Filter, Op
 from waypost.llm.base import Completion, GenerationParams, LLMError, Message, StreamResult
 from waypost.route.base import Attempt, CollectionChoice
@@ -65,8 +65,11 @@ def test_a_filter_on_a_field_only_one_collection_has_restricts_the_choice(three:
     nolan = Condition("director", Op.EQ, "Nolan")
     choice = selector.select("planets and moons", ["films", "recipes", "sky"], nolan)
     assert choice.collections == ["films"] and "director" in choice.reasoning
-    # a field no collection has is no signal at all
-    assert selector.select("planets and moons", ["films", "sky"], Condition("x", Op.EQ, 1)).collections == ["sky"]
+    # a field no collection has is an error that lists every collection's fields (searching would fail anyway)
+    with pytest.raises(FilterError, match=r"unknown metadata field 'x': no collection has it \(fields of films: "):
+        selector.select("planets and moons", ["films", "sky"], Condition("x", Op.EQ, 1))
+    with pytest.raises(FilterError, match="sky: none"):
+        three.search("planets", filters=Condition("x", Op.EQ, 1))
 
 
 def test_close_collections_are_fused_and_search_explains_the_choice(three: Engine) -> None:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from waypost.errors import InvalidInputError, WaypostError
+from waypost.errors import FilterError, InvalidInputError, WaypostError
 from waypost.filters.model import Filter, conditions
 from waypost.llm.base import GenerationParams, LLMProvider
 from waypost.route.base import CollectionChoice
@@ -110,11 +110,19 @@ def restrict_by_fields(engine: Engine, names: Sequence[str], filters: Filter | N
     wanted = filter_fields(filters)
     if not wanted:
         return list(names), ""
-    having = [n for n in names if wanted <= set(engine.indexes.get(n).metadata.fields)]
-    if not having or len(having) == len(names):
+    known = {n: set(engine.indexes.get(n).metadata.fields) for n in names}
+    having = [n for n in names if wanted <= known[n]]
+    if not having:
+        missing = ", ".join(repr(f) for f in sorted(wanted - set().union(*known.values())))
+        if missing:  # no collection could answer: say so once, with every collection's fields
+            listing = "; ".join(f"{n}: {', '.join(sorted(known[n])) or 'none'}" for n in names)
+            raise FilterError(f"unknown metadata field {missing}: no collection has it (fields of {listing})")
+        return list(names), ""
+    if len(having) == len(names):
         return list(names), ""
     fields = ", ".join(sorted(wanted))
-    return having, f"the query's filter names {fields}, which only {', '.join(having)} hold"
+    verb = "holds" if len(having) == 1 else "hold"
+    return having, f"the query's filter names {fields}, which only {', '.join(having)} {verb}"
 
 
 class EmbeddingCollectionSelector:
