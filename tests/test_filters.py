@@ -110,6 +110,18 @@ def test_mixed_types_nan_and_bad_values() -> None:
             bad()
 
 
+def test_exclusions_over_segments_one_of_which_lacks_the_field() -> None:
+    """A segment that never saw the field keeps all its rows under NE/NIN (none of them holds the value)."""
+    from waypost.index.metadata_view import MetadataView
+
+    old = MetadataIndex.build([{"title_only": True}, {"title_only": False}])  # no "fuel" at all
+    new = MetadataIndex.build([{"fuel": "Diesel"}, {"fuel": "Petrol"}, {"fuel": ["Diesel", "LPG"]}])
+    view = MetadataView([(old, 0, None), (new, 2, None)], 5)
+    assert np.flatnonzero(view.mask(Condition("fuel", Op.NE, "Diesel"))).tolist() == [0, 1, 3]
+    assert np.flatnonzero(view.mask(Condition("fuel", Op.NIN, ["Petrol", "LPG"]))).tolist() == [0, 1, 2]
+    assert np.flatnonzero(view.mask(Condition("fuel", Op.EQ, "Diesel"))).tolist() == [2, 4]
+
+
 def test_parse_exclusions() -> None:
     assert parse_filter(["fuel!=Diesel"]) == Condition("fuel", Op.NE, "Diesel")
     assert parse_filter(["fuel  NOT   in Diesel,LPG"]) == Condition("fuel", Op.NIN, ["Diesel", "LPG"])

@@ -54,6 +54,15 @@ class ScoredSentence:
     score: float
 
 
+_QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
+
+
+def _asks(text: str) -> bool:
+    """A question (a question word first, or a question mark last), not a request for matching items."""
+    words = text.split()
+    return bool(words) and (words[0].lower().strip("\"'(") in _QUESTION_WORDS or text.rstrip().endswith("?"))
+
+
 class ExtractiveAnswerer:
     def __init__(
         self, max_sentences: int = 3, max_per_passage: int = 2, min_relative: float = 0.5, min_coverage: float = 0.5
@@ -81,13 +90,16 @@ class ExtractiveAnswerer:
 
     def supports(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> bool:
         """The passages of the best sentences, together, must cover more than half of the question's
-        content words (a multi-hop answer spreads them over several passages). ``unfiltered``: the question's
-        words that metadata filters did not take, when the hits met those filters; the words they took
-        ("vegetarian", "Indian", "under 30 minutes") count as covered."""
+        content words (a multi-hop answer spreads them over several passages). ``unfiltered``: the words
+        metadata filters did not take, when the hits met those filters. For a request, the words they took
+        ("vegetarian", "Indian", "under 30 minutes") count as covered; a question must find what it asks
+        beyond them in the text."""
         language = question_language(question, hits)
+        if unfiltered is not None and _asks(question):  # "who designed the electric bike under $2,000?"
+            question, unfiltered = unfiltered, None  # what it asks beyond the filters needs the text's support
         wanted = _stems(question, language)
         covered = wanted & _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
-        if unfiltered is not None:
+        if unfiltered is not None:  # a request ("electric bikes under $2,000"): the hits meet what it names
             covered |= wanted - _stems(unfiltered, language)
         return len(covered) > self.min_coverage * len(wanted)
 

@@ -53,18 +53,27 @@ _REQUEST = re.compile(
 )
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
 # A value right after one of these is excluded ("not diesel", "non-diesel", "without Kubernetes", "anything
-# but a manual", "wines not from France", "jobs not requiring Kubernetes"); a verb ending in -ing or -ed and a
-# few function words may come between.
+# but a manual", "wines not from France", "jobs not requiring Kubernetes", "a bike with no lights", "neither
+# carbon nor steel", "Mexican food, no beef"); a verb of containing or making and a few function words may come
+# between. "No" inside a clause and other verbs are not enough: "is there no comedy about dogs?" wants
+# comedies, "I've not watched a documentary" wants one.
+_CONTAINING = (
+    r"requir(?:e|es|ed|ing)|includ(?:e|es|ed|ing)|contain(?:s|ed|ing)?|featur(?:e|es|ed|ing)|us(?:e|es|ing)|"
+    r"need(?:s|ed|ing)?|hav(?:e|ing)|has|involv(?:e|es|ed|ing)|starr(?:ed|ing)|direct(?:ed|ing)|written|"
+    r"produc(?:ed|ing)|made|set|located|based|rated"
+)
 _EXCLUDED_BEFORE = re.compile(
-    r"(?:\b(?:not|no|non|without|excluding|except|never|isn't|aren't|nor)|\bother\s+than|\banything\s+but|\bbut\s+not)"
-    r"(?:\s+[a-z]+(?:ing|ed))?(?:[\s-]+(?:a|an|the|any|from|in|by|of|with|for|being|made))*[\s-]*$",
+    r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't)|(?:^|[,;(]|\b(?:with|and|but|having))\s*no"
+    r"|\bother\s+than|\banything\s+but|\bbut\s+not)"
+    rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|by|of|with|for|being))*[\s-]*$",
     re.IGNORECASE,
 )
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 _NEGATED_FLAG = re.compile(rf"(?:{_EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 _JOINED = re.compile(r"\band\b|&", re.IGNORECASE)  # a value that itself joins two words ("Action & Adventure")
+_FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
 _NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
-_ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|,\s*or|,\s*nor)\s*$", re.IGNORECASE)
+_ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|and|,\s*or|,\s*nor)\s*$", re.IGNORECASE)  # after an excluded value
 
 
 @dataclass
@@ -225,13 +234,17 @@ class FilterExtractor:
             first = hits[0]
             cue = _NEGATED_FLAG.search(query[max(0, tokens[first].start - 40) : tokens[first].start])
             between = query[tokens[first].end : tokens[hits[-1]].start]  # "pets are not allowed"
+            stated = _FLAG_STATED.match(query, tokens[hits[-1]].end)  # "electric: no", "in stock = false"
             value = cue is None and not _NEGATED_BETWEEN.search(between)
+            if stated is not None:
+                value = stated.group(1).lower() in ("yes", "true", "y")
             start = tokens[first].start if cue is None else max(0, tokens[first].start - 40) + cue.start()
             if value and first > 0 and query[tokens[first - 1].start : tokens[first - 1].end].lower() in ("in", "is"):
                 start = tokens[first - 1].start
-            mark(start, tokens[hits[-1]].end)
+            end = stated.end() if stated is not None else tokens[hits[-1]].end
+            mark(start, end)
             conds.append(Condition(name, Op.EQ, self.values.flag_values[name][0 if value else 1]))
-            matches.append(f"{query[start : tokens[hits[-1]].end]!r} -> {name} = {value}")
+            matches.append(f"{query[start:end]!r} -> {name} = {value}")
 
     def _words(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
         tokens = tokenize(query, self.synonyms)
@@ -254,13 +267,14 @@ class FilterExtractor:
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             earlier = picked.get(form.field, [])
-            if form.field in scalar_taken and _excluded(query, window[0].start, earlier) is None:
+            excluded = _excluded(query, window[0].start, earlier) is not None
+            if form.field in scalar_taken and not excluded:
                 # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
                 before = [p.end for p in earlier if p.end <= window[0].start]
                 if not before or not re.search(r"\bor\b|,", query[max(before) : window[0].start]):
                     continue
             self._take(query, window, form, mark, picked, matches)
-            if form.field not in self.values.list_fields:
+            if form.field not in self.values.list_fields and not excluded:  # "ecology, not machine learning"
                 scalar_taken.add(form.field)
         for i in range(n):  # surnames: "a Nolan film"
             for j in range(min(n, i + 3), i, -1):
@@ -276,9 +290,9 @@ class FilterExtractor:
                     break
         for name, found in picked.items():
             found = sorted(found)
-            excluded = [p.value for p in found if p.excluded]
-            if excluded:  # "not diesel or petrol": none of them (in a list field, no element is one of them)
-                conds.append(_one_of(name, excluded, True))
+            none_of = [p.value for p in found if p.excluded]
+            if none_of:  # "not diesel or petrol": none of them (in a list field, no element is one of them)
+                conds.append(_one_of(name, none_of, True))
             kept = [p for p in found if not p.excluded]
             values = [p.value for p in kept]
             alternatives = any(re.search(r"\bor\b", query[p.end : q.start]) for p, q in itertools.pairwise(kept))

@@ -56,7 +56,7 @@ DIMENSION_WORDS = {
     **dict.fromkeys(("price", "cost", "msrp", "fee", "fare", "budget", "revenue", "salary"), "money"),
     **dict.fromkeys(("weight", "mass"), "weight"),
     **dict.fromkeys(("distance", "height", "width", "depth"), "length"),
-    **dict.fromkeys(("volume", "capacity"), "volume"),
+    **dict.fromkeys(("volume",), "volume"),  # not "capacity": an event's counts seats
 }
 # Generic English words of one concept; a field whose name holds one of them answers to all of them.
 CONCEPTS: list[frozenset[str]] = [

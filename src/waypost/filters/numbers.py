@@ -57,14 +57,37 @@ _SUFFIX = re.compile(
     re.IGNORECASE,
 )
 # "12,500", "12 500" (a space, a no-break or a narrow no-break space between groups), "12500", "8.5"; "30k"/"30K"
-_DIGITS = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\d,.])|\d+(?:\.\d+)?)"
+_DIGITS = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+# "30 000 euros", "€12 500": groups split by spaces only beside a currency (elsewhere "a pack of 6 330 ml cans"
+# is two numbers)
+_SPACED = r"(?P<num>\d{1,3}(?:[ \u00a0\u202f]\d{3})+)(?![\d,.])"
+_MONEY_AFTER = re.compile(r"\s?(?:[$€£]|(?:eur|euros?|usd|dollars?|gbp|pounds?|chf|francs?)\b)", re.IGNORECASE)
 _SUFFIX_LIMIT = re.compile(
-    r"^(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:(max\b\.?|maximum\b|at\s+most\b|tops\b)|(min\b\.?|minimum\b|at\s+least\b))",
+    r"^(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:(max\b\.?|maximum\b|at\s+most\b|tops\b)|(minimum\b|at\s+least\b))",
     re.IGNORECASE,
 )
 _NUMBER = re.compile(rf"(?<![\w.\-/])(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
 _DATE_LIKE = re.compile(r"\d{4}[-/]\d{1,2}(?!\d)|\d{1,2}/\d{1,2}/\d")
 _NUMBER_AT = re.compile(rf"(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
+_SPACED_AT = re.compile(rf"(?P<cur>[$€£])?\s?{_SPACED}(?P<k>(?!))?(?P<pct>(?!))?")
+_SPACED_NUMBER = re.compile(rf"(?<![\w.\-/]){_SPACED_AT.pattern}")
+
+
+def _money_spaced(query: str, m: re.Match[str] | None) -> bool:
+    return m is not None and bool(m.group("cur") or _MONEY_AFTER.match(query, m.end()))
+
+
+def _number_at(query: str, pos: int) -> re.Match[str] | None:
+    """The number starting at ``pos``: space-grouped only as an amount of money."""
+    spaced = _SPACED_AT.match(query, pos)
+    return spaced if _money_spaced(query, spaced) else _NUMBER_AT.match(query, pos)
+
+
+def _numbers(query: str) -> list[re.Match[str]]:
+    """Every number of the query, left to right; space-grouped thousands only as amounts of money."""
+    spaced = [m for m in _SPACED_NUMBER.finditer(query) if _money_spaced(query, m)]
+    plain = [m for m in _NUMBER.finditer(query) if not any(s.start() <= m.start() < s.end() for s in spaced)]
+    return sorted(spaced + plain, key=lambda m: m.start())
 _UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w-])")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|to|until|till|through|and)\s*", re.IGNORECASE)
 _DECADE = re.compile(
@@ -84,6 +107,15 @@ _NUMBER_WORD = re.compile(
 )
 _SCALES = {"hundred": 100.0, "thousand": 1000.0, "million": 1e6}
 _SCALE = re.compile(rf"\s+({'|'.join(_SCALES)})\b", re.IGNORECASE)  # "ten thousand", "2 million"
+# People whose age a phrase may give instead of the item's ("for kids less than 10 years old", "over 65 years
+# old actors")
+_PEOPLE = (
+    r"kids?|child|children|bab(?:y|ies)|toddlers?|teens?|teenagers?|people|persons?|adults?|actors?|actress(?:es)?|"
+    r"m[ae]n|wom[ae]n|boys?|girls?|sons?|daughters?|players?|patients?|students?|someone|anyone|users?"
+)
+_PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\b(?:\W+\w+){{0,2}}\W*$", re.IGNORECASE)
+_PERSON_AFTER = re.compile(rf"\s+(?:\w+\s+)?(?:{_PEOPLE})\b", re.IGNORECASE)
+_OF_AFTER = re.compile(r"\s+of\b", re.IGNORECASE)
 _THIS_YEAR = re.compile(r"\b(?:from\s+|in\s+)?this\s+year\b", re.IGNORECASE)
 _RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
 
@@ -184,7 +216,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
 
     year = today.year
     for m in _RELATIVE.finditer(query):
-        if ok(m.start(), m.end()):
+        if ok(m.start(), m.end()) and not _OF_AFTER.match(query, m.end()):  # "the last days of Pompeii"
             count = _count(m.group(1) or "a")
             unit = m.group(2).lower()
             months = count * _MONTHS_PER[unit.rstrip("s")]
@@ -193,6 +225,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         cmp, at = _prefix_op_before(query, m.start())
         if not isinstance(cmp, Op) or cmp not in (Op.LT, Op.LTE, Op.GT, Op.GTE) or not ok(at, m.end()):
             continue
+        if _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
+            continue  # "for kids less than 10 years old", "over 65 years old actors": a person's age
         count = _count(m.group(1))
         newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
         add(NumberPhrase(at, m.end(), [(newer, year - count)], time_only=True, months=12 * count, age=(cmp, count)))
@@ -216,7 +250,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         elif op is Op.GTE:
             bounds = [(Op.GTE, lo)]
         add(NumberPhrase(start, m.end(), bounds, time_only=True))
-    for m in _NUMBER.finditer(query):
+    for m in _numbers(query):
         if not ok(m.start("num"), m.end()) or _NOT_A_FILTER.search(_lookback(query, m.start())[0]):
             continue
         if _DATE_LIKE.match(query, m.start("num")):  # 2019-05-01 is a date, not a range
@@ -234,7 +268,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         start = at if op is not None else m.start()
         betw = _between(query, m.start())
         join = _RANGE_JOIN.match(query[end:])
-        second = _NUMBER_AT.match(query, end + join.end()) if join else None
+        second = _number_at(query, end + join.end()) if join else None
         if join and second and ok(second.start("num"), second.end()) and (join.group(0).strip() != "and" or betw >= 0):
             unit2, end2 = _unit_after(query, second.end())
             unit = unit or second.group("cur") or ("%" if second.group("pct") else None) or unit2

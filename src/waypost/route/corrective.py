@@ -371,7 +371,9 @@ def drop_strictest(
     if not droppable:
         return None
     if ctx is not None:
-        counts = [int(ctx.indexes.metadata.mask(c).sum()) for c in droppable]
+        live = ctx.indexes.live  # masks ignore deletes (an exclusion keeps deleted rows): count live rows only
+        masks = [ctx.indexes.metadata.mask(c) for c in droppable]
+        counts = [int((m if live is None else m & live).sum()) for m in masks]
         strictest = droppable[int(np.argmin(counts))]
     else:
         strictest = droppable[-1]
