@@ -88,6 +88,8 @@ def _numbers(query: str) -> list[re.Match[str]]:
     spaced = [m for m in _SPACED_NUMBER.finditer(query) if _money_spaced(query, m)]
     plain = [m for m in _NUMBER.finditer(query) if not any(s.start() <= m.start() < s.end() for s in spaced)]
     return sorted(spaced + plain, key=lambda m: m.start())
+
+
 _UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w-])")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|to|until|till|through|and)\s*", re.IGNORECASE)
 _DECADE = re.compile(
