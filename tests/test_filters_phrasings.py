@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.filter_corpora import Expected, bicycles, extractor_of, found
+from tests.filter_corpora import Expected, bicycles, extractor_of, found, products
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.filters.extract import FilterExtractor
@@ -84,6 +84,13 @@ def test_a_negation_between_a_flags_words_and_scaled_number_words() -> None:
         ("any bike except Cobalt and Velora", {("brand", "nin", ("Cobalt", "Velora"))}),
         ("a bike with no lights", {("extras", "ne", "Lights")}),
         ("electric: no", {("electric", "eq", "no")}),  # a flag's value written out
+        # found in the second review
+        ("absolutely no lights", {("extras", "ne", "Lights")}),
+        ("a bike that has no lights", {("extras", "ne", "Lights")}),
+        ("bikes that don't have disc brakes", {("extras", "ne", "Disc Brakes")}),
+        ("not carbon, and steel is fine", {("frame", "ne", "Carbon"), ("frame", "eq", "Steel")}),
+        ("without lights and mudguards", {("extras", "nin", ("Lights", "Mudguards"))}),  # a list after "without"
+        ("3 gears min", {("gears", "gte", 3)}),
         ("carbon, electric = yes", {("frame", "eq", "Carbon"), ("electric", "eq", "yes")}),
     ],
 )
@@ -91,13 +98,26 @@ def test_what_the_new_rules_must_not_read(bikes: FilterExtractor, query: str, ex
     assert found(bikes, query) == expected
 
 
-def test_spaces_group_thousands_only_in_money() -> None:
+def test_spaces_group_thousands_in_money_and_round_thousands() -> None:
     drinks = extractor_of(
-        [{"volume_ml": v, "pack_size": p, "price_eur": e} for v in (330, 500) for p in (1, 6, 12) for e in (5, 30000)]
-    )
+        [{"volume_ml": v, "pack_size": p, "price_eur": e, "mileage_km": m} for v in (330, 500) for p in (1, 6, 12)
+         for e in (5, 30000) for m in (50_000, 200_000)]
+    )  # fmt: skip
     assert found(drinks, "a pack of 6 330 ml cans") == {("pack_size", "eq", 6), ("volume_ml", "eq", 330)}
     assert found(drinks, "more than 30 000 euros") == {("price_eur", "gt", 30000)}
     assert found(drinks, "€12 500 or less") == {("price_eur", "lte", 12500)}
+    assert found(drinks, "120 000 km max") == {("mileage_km", "lte", 120000)}  # a group of 000: one number
+    assert found(drinks, "between €8 000 and 12 500") == {("price_eur", "gte", 8000), ("price_eur", "lte", 12500)}
+    assert found(drinks, "€12 500-29 500") == {("price_eur", "gte", 12500), ("price_eur", "lte", 29500)}
+
+
+def test_a_persons_age_is_no_filter_and_no_other_number() -> None:
+    shop = extractor_of(products())
+    assert found(shop, "headphones for kids less than 10 years old") == {("category", "eq", "Headphones")}
+    assert found(shop, "a laptop less than 2 years old for students") == {
+        ("category", "eq", "Laptops"),
+        ("released", "gte", "2023-06-01"),
+    }
 
 
 def test_an_exclusion_leaves_no_words_behind(bikes: FilterExtractor) -> None:
@@ -242,5 +262,11 @@ def test_a_catalogue_request_is_answered_from_the_hits_that_meet_it(tmp_path: Pa
         assert not plain.supported  # no filter took those words: the text must support them, and does not
         asked = shop.answer("who designed the electric belt drive bike under $2,000?", "metadata", k=3)
         assert not asked.supported  # a question asks more than the filters: "designed" is in no text
+        for request in (
+            "which electric bikes under $2,000 have a belt drive?",
+            "any electric bikes under $2,000 with a belt drive?",
+        ):
+            answered = shop.answer(request, "metadata", k=3)
+            assert answered.supported and {c.document_id for c in answered.citations} == {"commuter", "tourer"}
     finally:
         engine.close()

@@ -14,7 +14,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
     "a an the and or of for to in on at by with from is are was were be been being which what who whom whose "
     "where when why how do does did that this these those it its as than then there their they he she his her "
-    "i you we me my our your not no yes both either".split()
+    "i you we me my our your not no yes both either have has had any some can could should would will".split()
 )
 
 
@@ -91,16 +91,18 @@ class ExtractiveAnswerer:
     def supports(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> bool:
         """The passages of the best sentences, together, must cover more than half of the question's
         content words (a multi-hop answer spreads them over several passages). ``unfiltered``: the words
-        metadata filters did not take, when the hits met those filters. For a request, the words they took
-        ("vegetarian", "Indian", "under 30 minutes") count as covered; a question must find what it asks
-        beyond them in the text."""
+        metadata filters did not take, when the hits met those filters. The words they took ("vegetarian",
+        "Indian", "under 30 minutes") count as covered; a question may leave at most one of its other words (the
+        item's name) unsupported by the text."""
         language = question_language(question, hits)
-        if unfiltered is not None and _asks(question):  # "who designed the electric bike under $2,000?"
-            question, unfiltered = unfiltered, None  # what it asks beyond the filters needs the text's support
         wanted = _stems(question, language)
-        covered = wanted & _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
-        if unfiltered is not None:  # a request ("electric bikes under $2,000"): the hits meet what it names
-            covered |= wanted - _stems(unfiltered, language)
+        text = _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
+        covered = wanted & text
+        if unfiltered is not None:  # the hits meet what the filters took ("electric bikes under $2,000")
+            left = _stems(unfiltered, language)
+            covered |= wanted - left
+            if _asks(question) and len(left - text) > 1:  # "who designed the electric bike under $2,000?" asks
+                return False  # more than the filters and the item's name ("bikes"): the text must hold it
         return len(covered) > self.min_coverage * len(wanted)
 
     def answer(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> tuple[str, list[Citation], bool]:

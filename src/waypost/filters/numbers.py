@@ -58,12 +58,13 @@ _SUFFIX = re.compile(
 )
 # "12,500", "12 500" (a space, a no-break or a narrow no-break space between groups), "12500", "8.5"; "30k"/"30K"
 _DIGITS = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-# "30 000 euros", "€12 500": groups split by spaces only beside a currency (elsewhere "a pack of 6 330 ml cans"
-# is two numbers)
+# "30 000 euros", "€12 500", "120 000 km": groups split by spaces (see ``_grouped``)
 _SPACED = r"(?P<num>\d{1,3}(?:[ \u00a0\u202f]\d{3})+)(?![\d,.])"
+_ZEROS = re.compile(r"\s000$|\s000\s")
+_RANGE_GAP = re.compile(r"\s*(?:-|–|to|and)\s*", re.IGNORECASE)
 _MONEY_AFTER = re.compile(r"\s?(?:[$€£]|(?:eur|euros?|usd|dollars?|gbp|pounds?|chf|francs?)\b)", re.IGNORECASE)
 _SUFFIX_LIMIT = re.compile(
-    r"^(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:(max\b\.?|maximum\b|at\s+most\b|tops\b)|(minimum\b|at\s+least\b))",
+    r"^(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:(max\b\.?|maximum\b|at\s+most\b|tops\b)|(?P<min>min\b\.?|minimum\b|at\s+least\b))",
     re.IGNORECASE,
 )
 _NUMBER = re.compile(rf"(?<![\w.\-/])(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
@@ -73,19 +74,29 @@ _SPACED_AT = re.compile(rf"(?P<cur>[$€£])?\s?{_SPACED}(?P<k>(?!))?(?P<pct>(?!
 _SPACED_NUMBER = re.compile(rf"(?<![\w.\-/]){_SPACED_AT.pattern}")
 
 
-def _money_spaced(query: str, m: re.Match[str] | None) -> bool:
-    return m is not None and bool(m.group("cur") or _MONEY_AFTER.match(query, m.end()))
+def _grouped(query: str, m: re.Match[str] | None) -> bool:
+    """Whether a space-grouped number is one number: an amount of money ("30 000 euros", "€12 500"), or one
+    with a group of 000 ("120 000 km"); "a pack of 6 330 ml cans" is two."""
+    if m is None:
+        return False
+    return bool(m.group("cur") or _MONEY_AFTER.match(query, m.end()) or _ZEROS.search(m.group("num")))
 
 
-def _number_at(query: str, pos: int) -> re.Match[str] | None:
-    """The number starting at ``pos``: space-grouped only as an amount of money."""
+def _number_at(query: str, pos: int, grouped: bool = False) -> re.Match[str] | None:
+    """The number starting at ``pos`` (a range's second end); ``grouped``: the first end was a space-grouped
+    number, so this one may be too ("between $8 000 and 12 500")."""
     spaced = _SPACED_AT.match(query, pos)
-    return spaced if _money_spaced(query, spaced) else _NUMBER_AT.match(query, pos)
+    return spaced if spaced is not None and (grouped or _grouped(query, spaced)) else _NUMBER_AT.match(query, pos)
 
 
 def _numbers(query: str) -> list[re.Match[str]]:
-    """Every number of the query, left to right; space-grouped thousands only as amounts of money."""
-    spaced = [m for m in _SPACED_NUMBER.finditer(query) if _money_spaced(query, m)]
+    """Every number of the query, left to right; space-grouped thousands as ``_grouped`` says, and the other end
+    of a range with such a number."""
+    candidates = list(_SPACED_NUMBER.finditer(query))
+    spaced = [m for m in candidates if _grouped(query, m)]
+    for m in candidates:  # "€12 500-30 500": the second end belongs to the first
+        if m not in spaced and any(_RANGE_GAP.fullmatch(query[a.end() : m.start()]) for a in spaced):
+            spaced.append(m)
     plain = [m for m in _NUMBER.finditer(query) if not any(s.start() <= m.start() < s.end() for s in spaced)]
     return sorted(spaced + plain, key=lambda m: m.start())
 
@@ -115,8 +126,8 @@ _PEOPLE = (
     r"kids?|child|children|bab(?:y|ies)|toddlers?|teens?|teenagers?|people|persons?|adults?|actors?|actress(?:es)?|"
     r"m[ae]n|wom[ae]n|boys?|girls?|sons?|daughters?|players?|patients?|students?|someone|anyone|users?"
 )
-_PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\b(?:\W+\w+){{0,2}}\W*$", re.IGNORECASE)
-_PERSON_AFTER = re.compile(rf"\s+(?:\w+\s+)?(?:{_PEOPLE})\b", re.IGNORECASE)
+_PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
+_PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
 _OF_AFTER = re.compile(r"\s+of\b", re.IGNORECASE)
 _THIS_YEAR = re.compile(r"\b(?:from\s+|in\s+)?this\s+year\b", re.IGNORECASE)
 _RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
@@ -132,6 +143,7 @@ class NumberPhrase:
     bare: bool = False  # no comparison word: binds only to a field named right beside it
     months: float = 0.0  # a relative period in months, for date fields ("last 6 months", "last 30 days")
     age: tuple[Op, float] | None = None  # "less than 5 years old": (LT, 5), for a field of ages if there is one
+    quiet: tuple[int, int] | None = None  # a span of the phrase that names no field ("min" in "3 gears min")
 
     @property
     def value(self) -> float:
@@ -228,7 +240,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if not isinstance(cmp, Op) or cmp not in (Op.LT, Op.LTE, Op.GT, Op.GTE) or not ok(at, m.end()):
             continue
         if _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
-            continue  # "for kids less than 10 years old", "over 65 years old actors": a person's age
+            taken[at : m.end()] = b"\x01" * (m.end() - at)  # a person's age: no filter, nor another field's number
+            continue  # "for kids less than 10 years old", "over 65 years old actors"
         count = _count(m.group(1))
         newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
         add(NumberPhrase(at, m.end(), [(newer, year - count)], time_only=True, months=12 * count, age=(cmp, count)))
@@ -270,7 +283,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         start = at if op is not None else m.start()
         betw = _between(query, m.start())
         join = _RANGE_JOIN.match(query[end:])
-        second = _number_at(query, end + join.end()) if join else None
+        second = _number_at(query, end + join.end(), " " in m.group("num").strip()) if join else None
         if join and second and ok(second.start("num"), second.end()) and (join.group(0).strip() != "and" or betw >= 0):
             unit2, end2 = _unit_after(query, second.end())
             unit = unit or second.group("cur") or ("%" if second.group("pct") else None) or unit2
@@ -282,8 +295,12 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             continue
         suffix = _SUFFIX.match(query[end:])
         limit = _SUFFIX_LIMIT.match(query[end:]) if suffix is None and op in (None, "year") else None
-        if limit is not None:  # "15000 max", "2 owners at most"
-            add(NumberPhrase(m.start(), end + limit.end(), [(Op.LTE if limit.group(1) else Op.GTE, value)], unit))
+        if limit is not None and limit.group("min") and limit.start("min") == 1 and unit is None:
+            limit = None  # "3 min" is three minutes; "3 gears min" is at least three gears
+        if limit is not None:  # "15000 max", "2 owners at most", "3 gears min"
+            quiet = (end + limit.start(limit.lastindex or 0), end + limit.end())  # the limit word names no field
+            add(NumberPhrase(m.start(), end + limit.end(), [(Op.LTE if limit.group(1) else Op.GTE, value)], unit,
+                             quiet=quiet))  # fmt: skip
         elif suffix is not None:
             bound: Op | str = Op.LTE if suffix.group(2) else "or older" if suffix.group(3) else Op.GTE
             start = at if op == "year" else m.start()
@@ -325,7 +342,12 @@ def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -
     first_after = bisect.bisect_left(tokens, phrase.end, key=lambda t: t.start)
     first_inside = bisect.bisect_left(tokens, phrase.start, key=lambda t: t.start)
     ends_before = bisect.bisect_right(tokens, phrase.start, key=lambda t: t.end)
-    inside = [(t, 0) for t in tokens[first_inside:first_after] if t.end <= phrase.end]
+    quiet = phrase.quiet or (0, 0)
+    inside = [
+        (t, 0)
+        for t in tokens[first_inside:first_after]
+        if t.end <= phrase.end and not (quiet[0] <= t.start < quiet[1])
+    ]
     before = tokens[max(0, ends_before - 4) : ends_before][::-1]
     after = tokens[first_after : first_after + 3]
     out = list(inside)
