@@ -344,9 +344,7 @@ def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -
     ends_before = bisect.bisect_right(tokens, phrase.start, key=lambda t: t.end)
     quiet = phrase.quiet or (0, 0)
     inside = [
-        (t, 0)
-        for t in tokens[first_inside:first_after]
-        if t.end <= phrase.end and not (quiet[0] <= t.start < quiet[1])
+        (t, 0) for t in tokens[first_inside:first_after] if t.end <= phrase.end and not (quiet[0] <= t.start < quiet[1])
     ]
     before = tokens[max(0, ends_before - 4) : ends_before][::-1]
     after = tokens[first_after : first_after + 3]
