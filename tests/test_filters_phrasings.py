@@ -89,6 +89,9 @@ def test_a_negation_between_a_flags_words_and_scaled_number_words() -> None:
         ("a bike that has no lights", {("extras", "ne", "Lights")}),
         ("bikes that don't have disc brakes", {("extras", "ne", "Disc Brakes")}),
         ("not carbon, and steel is fine", {("frame", "ne", "Carbon"), ("frame", "eq", "Steel")}),
+        ("bikes not made by Cobalt and Velora", {("brand", "nin", ("Cobalt", "Velora"))}),  # "and": one list
+        ("is there really no carbon bike?", {("frame", "eq", "Carbon")}),
+        ("I have seen no steel bikes, any good ones?", {("frame", "eq", "Steel")}),
         ("without lights and mudguards", {("extras", "nin", ("Lights", "Mudguards"))}),  # a list after "without"
         ("3 gears min", {("gears", "gte", 3)}),
         ("carbon, electric = yes", {("frame", "eq", "Carbon"), ("electric", "eq", "yes")}),
@@ -189,6 +192,12 @@ def test_units_read_from_the_schema() -> None:
     assert found(bikes, "bikes under 30 pounds") == {("weight_kg", "lt", 13.607771)}  # here a weight
 
 
+def test_a_field_name_after_its_value_is_taken_only_where_the_phrase_ends(bikes: FilterExtractor) -> None:
+    assert bikes.extract("a bike with a belt drive").semantic_query == "bike"
+    assert bikes.extract("a belt drive, under 2k").semantic_query == ""
+    assert bikes.extract("a chain drive train guard").semantic_query == "drive train guard"
+
+
 def test_two_values_of_several_words(bikes: FilterExtractor) -> None:
     assert found(bikes, "disc brakes or full suspension") == {("extras", "in", ("Disc Brakes", "Full Suspension"))}
     assert found(bikes, "front suspension or full suspension") == {
@@ -262,6 +271,8 @@ def test_a_catalogue_request_is_answered_from_the_hits_that_meet_it(tmp_path: Pa
         assert not plain.supported  # no filter took those words: the text must support them, and does not
         asked = shop.answer("who designed the electric belt drive bike under $2,000?", "metadata", k=3)
         assert not asked.supported  # a question asks more than the filters: "designed" is in no text
+        recalled = shop.answer("when was the electric belt drive commuter under $2,000 recalled?", "metadata", k=3)
+        assert not recalled.supported  # "commuter" is in a text, "recalled" in none
         for request in (
             "which electric bikes under $2,000 have a belt drive?",
             "any electric bikes under $2,000 with a belt drive?",

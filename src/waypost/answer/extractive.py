@@ -14,7 +14,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
     "a an the and or of for to in on at by with from is are was were be been being which what who whom whose "
     "where when why how do does did that this these those it its as than then there their they he she his her "
-    "i you we me my our your not no yes both either have has had any some can could should would will".split()
+    "i you we me my our your not no yes both either have has had any".split()
 )
 
 
@@ -92,8 +92,8 @@ class ExtractiveAnswerer:
         """The passages of the best sentences, together, must cover more than half of the question's
         content words (a multi-hop answer spreads them over several passages). ``unfiltered``: the words
         metadata filters did not take, when the hits met those filters. The words they took ("vegetarian",
-        "Indian", "under 30 minutes") count as covered; a question may leave at most one of its other words (the
-        item's name) unsupported by the text."""
+        "Indian", "under 30 minutes") count as covered; a question that leaves more than one other word (the
+        item's name: "which bikes ...?") must find all of them in the text."""
         language = question_language(question, hits)
         wanted = _stems(question, language)
         text = _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
@@ -101,8 +101,8 @@ class ExtractiveAnswerer:
         if unfiltered is not None:  # the hits meet what the filters took ("electric bikes under $2,000")
             left = _stems(unfiltered, language)
             covered |= wanted - left
-            if _asks(question) and len(left - text) > 1:  # "who designed the electric bike under $2,000?" asks
-                return False  # more than the filters and the item's name ("bikes"): the text must hold it
+            if _asks(question) and len(left) > 1 and not left <= text:  # "who designed the bike under $2,000?"
+                return False  # asks more than the filters and the item's name ("which bikes ...?"): the text must
         return len(covered) > self.min_coverage * len(wanted)
 
     def answer(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> tuple[str, list[Citation], bool]:

@@ -55,9 +55,9 @@ _REQUEST = re.compile(
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
 # A value right after one of these is excluded ("not diesel", "non-diesel", "without Kubernetes", "anything
 # but a manual", "wines not from France", "jobs not requiring Kubernetes", "a bike with no lights", "neither
-# carbon nor steel", "Mexican food, no beef", "a bike that has no lights"); a verb of containing or making and a
-# few function words may come between. Other verbs are not enough, nor "no" after "there" or "is": "is there no
-# comedy about dogs?" wants comedies, "I've not watched a documentary" wants one.
+# carbon nor steel", "Mexican food, no beef", "a bike that has no lights", "absolutely no horror"); a verb of
+# containing or making and a few function words may come between. Other verbs are not enough, nor "no" after
+# other words: "is there really no comedy about dogs?" wants comedies, "I've not watched a documentary" wants one.
 _CONTAINING = (
     r"requir(?:e|es|ed|ing)|includ(?:e|es|ed|ing)|contain(?:s|ed|ing)?|featur(?:e|es|ed|ing)|us(?:e|es|ing)|"
     r"need(?:s|ed|ing)?|hav(?:e|ing)|has|involv(?:e|es|ed|ing)|starr(?:ed|ing)|direct(?:ed|ing)|written|"
@@ -65,16 +65,19 @@ _CONTAINING = (
 )
 _EXCLUDED_BEFORE = re.compile(
     r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't|don't|doesn't|didn't)"
-    r"|(?<!there\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!were\s)\bno"  # not "is there no comedy ...?"
+    r"|(?:^|[,;(]|\b(?:with|and|but|having|has|have|had|want|wants|absolutely|definitely|strictly|preferably|"
+    r"please))\s*no"  # not "is there (really) no comedy ...?", "I've seen no westerns"
     r"|\bother\s+than|\banything\s+but|\bbut\s+not)"
     rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|on|by|of|with|for|being))*[\s-]*$",
     re.IGNORECASE,
 )
-_LISTING = re.compile(r"\b(?:without|excluding|except|neither|nor|other\s+than|but\s+not)\b", re.IGNORECASE)
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 _NEGATED_FLAG = re.compile(rf"(?:{_EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 _JOINED = re.compile(r"\band\b|&", re.IGNORECASE)  # a value that itself joins two words ("Action & Adventure")
-_NEXT_WORD = re.compile(r"[\s-]+(\w+)")
+_NEXT_WORD = re.compile(
+    r"[\s-]+(\w+)(?=\s*(?:$|[,.;:!?)]|\s(?:and|or|with|for|in|on|under|over|from|by|that|which|at|to|of|than)\b))",
+    re.IGNORECASE,
+)  # not "a chain drive train", "Velora brand story", "director's cut"
 _FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
 _NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|and|,\s*or|,\s*nor)\s*$", re.IGNORECASE)  # after an excluded value
@@ -187,9 +190,7 @@ class FilterExtractor:
                 excluded = _excluded(query, m.start(), codes.get(name, []))
                 start = excluded if excluded is not None else m.start()
                 mark(start, m.end())
-                earlier = codes.get(name, [])
-                cue = query[start : m.start()] if excluded != m.start() else max(earlier).cue if earlier else ""
-                codes.setdefault(name, []).append(Picked(m.start(), m.end(), value, excluded is not None, cue))
+                codes.setdefault(name, []).append(Picked(m.start(), m.end(), value, excluded is not None))
                 matches.append(
                     f"{query[start : m.end()]!r} -> {name} {'!=' if excluded is not None else '='} {value!r}"
                 )
@@ -352,13 +353,10 @@ class FilterExtractor:
             mark(t.start, t.end)
         if excluded is not None:
             mark(excluded, start)
-        named = _NEXT_WORD.match(query, end)  # "a belt drive": the field's own name after its value
+        named = _NEXT_WORD.match(query, end)  # "a belt drive": the field's own name ending the phrase after a value
         if named is not None and _stem(named.group(1).lower()) in {_stem(w) for w in name_words(form.field)}:
             mark(named.start(1), named.end(1))
-        cue = query[excluded:start] if excluded is not None and excluded < start else ""
-        if excluded == start:  # an alternative of an excluded value: the same cue
-            cue = max(picked.get(form.field, [])).cue
-        picked.setdefault(form.field, []).append(Picked(start, end, form.value, excluded is not None, cue))
+        picked.setdefault(form.field, []).append(Picked(start, end, form.value, excluded is not None))
         sign = "!=" if excluded is not None else "="
         matches.append(
             f"{query[excluded if excluded is not None else start : end]!r} -> {form.field} {sign} {form.value!r}"
@@ -392,28 +390,23 @@ Mark = Callable[[int, int], None]
 
 @dataclass(frozen=True, order=True)
 class Picked:
-    """A value read from the query at ``start:end``; ``excluded``: the query asks for anything but it, after the
-    words at ``cue`` ("not", "except")."""
+    """A value read from the query at ``start:end``; ``excluded``: the query asks for anything but it."""
 
     start: int
     end: int
     value: str
     excluded: bool = False
-    cue: str = ""
 
 
 def _excluded(query: str, start: int, earlier: list[Picked]) -> int | None:
-    """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for an
-    alternative of an excluded value ("not diesel or petrol", "except Cobalt and Velora"), ``start`` itself;
-    ``None``: not excluded. "And" continues only a list ("without A and B"): "not horror, and dramas are fine"."""
+    """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for another
+    value of an excluded one's list ("not diesel or petrol", "not from India and Pakistan"), ``start`` itself;
+    ``None``: not excluded. A comma before "and" ends the list: "not horror, and dramas are fine"."""
     m = _EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
     if m is not None:
         return m.start()
     last = max(earlier, default=None)
-    if last is None or not last.excluded or last.end > start:
-        return None
-    join = _ALTERNATIVE.match(query[last.end : start])
-    if join is None or (join.group(0).strip().lower() == "and" and not _LISTING.search(last.cue)):
+    if last is None or not last.excluded or last.end > start or not _ALTERNATIVE.match(query[last.end : start]):
         return None
     return start
 
