@@ -276,6 +276,8 @@ def test_a_catalogue_request_is_answered_from_the_hits_that_meet_it(tmp_path: Pa
         for request in (
             "which electric bikes under $2,000 have a belt drive?",
             "any electric bikes under $2,000 with a belt drive?",
+            "which electric belt drive bikes are under $2,000?",  # "drive" names a field a filter took
+            "can I get electric bikes under $2,000 with a belt drive?",
         ):
             answered = shop.answer(request, "metadata", k=3)
             assert answered.supported and {c.document_id for c in answered.citations} == {"commuter", "tourer"}

@@ -54,13 +54,18 @@ class ScoredSentence:
     score: float
 
 
-_QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
+# Words of a request for items, not what it asks about ("can I get ...", "please show me ...")
+_REQUEST_STEMS = frozenset(
+    _stems("can could would get give show find want need looking recommend suggest please list")
+)
+_FACT_WORDS = frozenset("who whom whose when where why how".split())
 
 
-def _asks(text: str) -> bool:
-    """A question (a question word first, or a question mark last), not a request for matching items."""
+def _asks_a_fact(text: str) -> bool:
+    """A question for a fact ("who designed ...?", "when was ... recalled?"), not for matching items ("which
+    bikes ...?", "any bikes ...?", "do you have ...?")."""
     words = text.split()
-    return bool(words) and (words[0].lower().strip("\"'(") in _QUESTION_WORDS or text.rstrip().endswith("?"))
+    return bool(words) and words[0].lower().strip("\"'(") in _FACT_WORDS
 
 
 class ExtractiveAnswerer:
@@ -92,17 +97,18 @@ class ExtractiveAnswerer:
         """The passages of the best sentences, together, must cover more than half of the question's
         content words (a multi-hop answer spreads them over several passages). ``unfiltered``: the words
         metadata filters did not take, when the hits met those filters. The words they took ("vegetarian",
-        "Indian", "under 30 minutes") count as covered; a question that leaves more than one other word (the
-        item's name: "which bikes ...?") must find all of them in the text."""
+        "Indian", "under 30 minutes") count as covered; a request may leave one other word (the item's name,
+        "bikes") unsupported by the text, a question for a fact ("who designed ...?") none."""
         language = question_language(question, hits)
         wanted = _stems(question, language)
         text = _stems(" ".join(f"{h.provenance.document_title} {h.chunk.text}" for h in hits), language)
         covered = wanted & text
         if unfiltered is not None:  # the hits meet what the filters took ("electric bikes under $2,000")
-            left = _stems(unfiltered, language)
+            left = _stems(unfiltered, language) - _REQUEST_STEMS  # "can I get ...", "show me ..."
             covered |= wanted - left
-            if _asks(question) and len(left) > 1 and not left <= text:  # "who designed the bike under $2,000?"
-                return False  # asks more than the filters and the item's name ("which bikes ...?"): the text must
+            unsupported = left - text
+            if (_asks_a_fact(question) and unsupported) or len(unsupported) > 1:  # "who designed ...?" needs the
+                return False  # text; a request may leave one word to the filters, the item's name ("bikes")
         return len(covered) > self.min_coverage * len(wanted)
 
     def answer(self, question: str, hits: list[Hit], unfiltered: str | None = None) -> tuple[str, list[Citation], bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -53,8 +54,11 @@ class AnswerService:
 
     def _extractive(self, question: str, result: RetrievalResult, meta: QueryMetadata) -> Answer:
         t0 = time.perf_counter()
-        filtered = result.explanation.filters is not None  # the hits met filters read from (or given with) it
-        unfiltered = result.explanation.semantic_query if filtered else None
+        filters = result.explanation.filters  # the hits met filters read from (or given with) the question
+        unfiltered = None
+        if filters is not None:  # its words, less the fields the filters name ("belt drive": drive = 'Belt')
+            named = set(re.split(r"[^\w]+|_", filters.lower()))
+            unfiltered = " ".join(w for w in result.explanation.semantic_query.split() if w.lower() not in named)
         text, citations, supported = self.extractive.answer(question, result.hits, unfiltered)
         meta.timings_ms["answer.extractive"] = (time.perf_counter() - t0) * 1000
         return Answer(question, text, citations, "extractive", supported, meta, result.hits)

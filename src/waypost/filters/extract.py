@@ -65,8 +65,7 @@ _CONTAINING = (
 )
 _EXCLUDED_BEFORE = re.compile(
     r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't|don't|doesn't|didn't)"
-    r"|(?:^|[,;(]|\b(?:with|and|but|having|has|have|had|want|wants|absolutely|definitely|strictly|preferably|"
-    r"please))\s*no"  # not "is there (really) no comedy ...?", "I've seen no westerns"
+    r"|(?<![\w'])no"  # but see _NO_ASKS
     r"|\bother\s+than|\banything\s+but|\bbut\s+not)"
     rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|on|by|of|with|for|being))*[\s-]*$",
     re.IGNORECASE,
@@ -80,6 +79,13 @@ _NEXT_WORD = re.compile(
 )  # not "a chain drive train", "Velora brand story", "director's cut"
 _FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
 _NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
+# "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
+# "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
+_NO_ASKS = re.compile(
+    r"\b(?:there|there's|is|are|was|were|seen|saw|found|heard|know|knew)\s+(?:\w+ly\s+)?$", re.IGNORECASE
+)
+_NO_WORD = re.compile(r"no\b", re.IGNORECASE)
+_FINE_AFTER = re.compile(r"\s+(?:is|are)\s+(?:fine|ok|okay|good|great|welcome|allowed)\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|and|,\s*or|,\s*nor)\s*$", re.IGNORECASE)  # after an excluded value
 
 
@@ -187,7 +193,7 @@ class FilterExtractor:
         codes: dict[str, list[Picked]] = {}
         for m, name, value in self.values.code_matches(query):
             if free(m.start(), m.end()) and value not in [p.value for p in codes.get(name, [])]:
-                excluded = _excluded(query, m.start(), codes.get(name, []))
+                excluded = _excluded(query, m.start(), codes.get(name, []), m.end())
                 start = excluded if excluded is not None else m.start()
                 mark(start, m.end())
                 codes.setdefault(name, []).append(Picked(m.start(), m.end(), value, excluded is not None))
@@ -274,7 +280,7 @@ class FilterExtractor:
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             earlier = picked.get(form.field, [])
-            excluded = _excluded(query, window[0].start, earlier) is not None
+            excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:
                 # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
                 before = [p.end for p in earlier if p.end <= window[0].start]
@@ -348,7 +354,7 @@ class FilterExtractor:
         matches: list[str],
     ) -> None:
         start, end = window[0].start, window[-1].end
-        excluded = _excluded(query, start, picked.get(form.field, []))
+        excluded = _excluded(query, start, picked.get(form.field, []), end)
         for t in window:
             mark(t.start, t.end)
         if excluded is not None:
@@ -398,15 +404,18 @@ class Picked:
     excluded: bool = False
 
 
-def _excluded(query: str, start: int, earlier: list[Picked]) -> int | None:
+def _excluded(query: str, start: int, earlier: list[Picked], end: int | None = None) -> int | None:
     """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for another
     value of an excluded one's list ("not diesel or petrol", "not from India and Pakistan"), ``start`` itself;
-    ``None``: not excluded. A comma before "and" ends the list: "not horror, and dramas are fine"."""
+    ``None``: not excluded. A comma before "and" ends the list, and so does a wanted value ("not horror and
+    dramas are fine"); ``end``: where the value ends."""
     m = _EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
-    if m is not None:
+    if m is not None and not (_NO_WORD.match(m.group(0)) and _NO_ASKS.search(query, 0, m.start())):
         return m.start()
     last = max(earlier, default=None)
     if last is None or not last.excluded or last.end > start or not _ALTERNATIVE.match(query[last.end : start]):
+        return None
+    if end is not None and _FINE_AFTER.match(query, end):
         return None
     return start
 
