@@ -55,9 +55,7 @@ class ScoredSentence:
 
 
 # Words of a request for items, not what it asks about ("can I get ...", "please show me ...")
-_REQUEST_STEMS = frozenset(
-    _stems("can could would get give show find want need looking recommend suggest please list")
-)
+_REQUEST_STEMS = frozenset(_stems("can could would get give show find want need looking recommend suggest please list"))
 _FACT_WORDS = frozenset("who whom whose when where why how".split())
 
 
