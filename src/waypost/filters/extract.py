@@ -128,7 +128,7 @@ class FilterExtractor:
             pos = self.index.positions(name, value)
             if len(pos):
                 for other in self.index.fields:
-                    if other == name or self.index.field_kind(other) != "string" or other in self.values.booleans:
+                    if other == name or self.index.field_kind(other) != "string" or other in self.values.flag_values:
                         continue
                     vals = self.index.values(other)
                     if len(vals) > 4:  # only kind-like fields (type: Movie | TV Show)
@@ -173,7 +173,7 @@ class FilterExtractor:
         self._numbers(query, free, mark, conds, matches, bare=True)
         fields_done = {c.field for c in conds}
         for c in list(conds):
-            if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.booleans:
+            if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.flag_values:
                 for other, v in self.implied(c.field, c.value):
                     if other not in fields_done:
                         conds.append(Condition(other, Op.EQ, v))

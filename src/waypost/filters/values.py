@@ -169,7 +169,6 @@ class ValueIndex:
     def __init__(self, catalog: FieldCatalog, synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
         self.catalog = catalog
         self.name_fields: set[str] = set()
-        self.booleans: list[str] = []
         self.flag_values: dict[str, tuple[bool | str, bool | str]] = {}  # a flag field's true and false values
         self.list_fields: set[str] = set()
         self._fields: list[tuple[str, dict[str, int], _FieldValues]] = []
@@ -182,7 +181,6 @@ class ValueIndex:
             counts = catalog.values(name)
             flag = _flag(counts)
             if flag is not None:
-                self.booleans.append(name)
                 self.flag_values[name] = flag
                 continue
             if not counts:
@@ -237,7 +235,7 @@ class ValueIndex:
         from waypost.filters.text import name_words, stem
 
         out: dict[str, frozenset[str]] = {}
-        for name in self.booleans:
+        for name in self.flag_values:
             words = frozenset(
                 stem(w) for w in name_words(name) if stem(w) not in stop_stems() and w not in ("is", "has")
             )
