@@ -1,0 +1,1 @@
+"""Second held-out filter-extraction benchmark: three seeded schemas (stays, laptops, books) and frozen queries."""
