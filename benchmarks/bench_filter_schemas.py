@@ -60,6 +60,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import hashlib
+import importlib
 import json
 import sys
 import traceback
@@ -68,8 +69,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))  # filter_schemas/, however this is run
-from filter_schemas.cases import CASES
-from filter_schemas.data import SCHEMAS
 from filter_schemas.scoring import Schema, fmt, fslot, is_worse, score_case
 
 import waypost
@@ -77,8 +76,26 @@ from waypost.filters.extract import FilterExtractor
 from waypost.index.metadata import MetadataIndex
 
 TODAY = date(2025, 6, 1)
-# sha256 of repr(CASES): the frozen cases, as Python objects (layout changes to cases.py do not move it)
-CASES_SHA256 = "d460a8391c0d9f53b8f8c580ded9396578ce65df6bde4efdb7621851c6a52ad1"
+# set -> (its package under benchmarks/data, sha256 of repr(CASES)): the frozen cases, as Python objects (layout
+# changes to cases.py do not move it)
+SETS = {
+    "a": ("filter_schemas", "d460a8391c0d9f53b8f8c580ded9396578ce65df6bde4efdb7621851c6a52ad1"),
+    "b": ("filter_schemas_b", "500378d2461df8143ef665b19db59923e81c6665ddeaca2653ed5165685c405c"),
+}
+CASES: dict[str, list[dict[str, Any]]] = {}
+SCHEMAS: dict[str, Any] = {}
+DATE_FIELDS: dict[str, set[str]] = {}
+
+
+def load_set(name: str) -> str:
+    """Load a set's cases and schemas into the module's globals; the digest its cases must have."""
+    package, digest = SETS[name]
+    CASES.update(importlib.import_module(f"{package}.cases").CASES)
+    data = importlib.import_module(f"{package}.data")
+    SCHEMAS.update(data.SCHEMAS)
+    DATE_FIELDS.update(data.DATE_FIELDS)
+    return digest
+
 
 AGG_KEYS = "cat exact slots hits wrong spurious none none_clean excl excl_hits harmful errors".split()
 HEADER = (
@@ -136,7 +153,7 @@ def report(runs: dict[str, dict[str, Any]], as_json: bool = False) -> None:
     table: list[tuple[str, str, dict[str, int]]] = []
     per: dict[tuple[str, str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
     for name, gen in SCHEMAS.items():
-        sch = Schema(name, gen())
+        sch = Schema(name, gen(), DATE_FIELDS[name])
         for ver, data in runs.items():
             res = data["schemas"][name]
             if len(res) != len(CASES[name]):
@@ -246,11 +263,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write this run's extractions (JSON) here")
     ap.add_argument("--compare", type=Path, help="a run JSON (from --out) to score as OLD against this run as NEW")
     ap.add_argument("--json", action="store_true", help="print the counts as JSON instead of markdown")
+    ap.add_argument(
+        "--set", choices=sorted(SETS), default="a", help="a: rentals, events, recipes; b: stays, laptops, books"
+    )
     args = ap.parse_args()
 
+    expected = load_set(args.set)
     digest = cases_digest()
-    if digest != CASES_SHA256:
-        sys.exit(f"benchmarks/data/filter_schemas/cases.py changed (sha256 of CASES {digest}); the cases are frozen")
+    if digest != expected:
+        package = SETS[args.set][0]
+        sys.exit(f"benchmarks/data/{package}/cases.py changed (sha256 of CASES {digest}); the cases are frozen")
     old = None
     if args.compare is not None:
         old = json.loads(args.compare.read_text(encoding="utf-8"))

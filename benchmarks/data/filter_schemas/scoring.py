@@ -10,8 +10,6 @@ import re
 from datetime import date
 from typing import Any
 
-from filter_schemas.data import DATE_FIELDS
-
 Cond = tuple[Any, ...]
 Atom = tuple[Any, ...]
 Slot = tuple[Any, ...]
@@ -27,9 +25,9 @@ def norm_s(v: Any) -> str:
 class Schema:
     """What the scorer needs to know about one schema's rows: each field's kind, domain and range."""
 
-    def __init__(self, name: str, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, name: str, rows: list[dict[str, Any]], date_fields: set[str]) -> None:
         self.name = name
-        self.date_fields = DATE_FIELDS[name]
+        self.date_fields = date_fields
         self.fields: dict[str, list[Any]] = {}
         for r in rows:
             for k, v in r.items():

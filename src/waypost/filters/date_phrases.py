@@ -1,34 +1,52 @@
 """Date phrases finer than a year ("after March 2021", "between 2019-05-01 and 2021-06", "last updated in
 May 2022") against the date field the query names, else the collection's only date field. Bare years are
-numbers (``waypost.filters.numbers``): they go to a year field first."""
+numbers (``waypost.filters.numbers``): they go to a year field first.
+
+A date without its year ("before 15 July", "in August", "between 1 September and 30 November 2025") takes the
+year of the other end of its range, else the year that puts it nearest today ("since March": the last March
+on or before today); a range's end falls on or after its start. A month's name alone needs a word before it
+that makes it a date ("in", "before", "since"...)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import date
 
-from waypost.filters.dates import DATE_IN_TEXT, Period, period
+from waypost.filters.dates import (
+    DATE_IN_TEXT,
+    EPOCH_ORDINAL,
+    MONTH_NAME,
+    YEARLESS_DAY,
+    Period,
+    period,
+    yearless,
+    yearless_period,
+)
 from waypost.filters.fields import FieldAliases
 from waypost.filters.model import Condition, Op
 from waypost.filters.text import FUNCTION_WORDS, stem
 
 _DATE_MODIFIERS = frozenset({"last", "first", "originally", "recently"})
-_D = rf"(?<![\w/-])({DATE_IN_TEXT})"
+_D = rf"(?<![\w/-])({DATE_IN_TEXT}|{YEARLESS_DAY}|{MONTH_NAME})"  # after a word that makes it a date
+_BARE = rf"(?<![\w/-])({DATE_IN_TEXT}|{YEARLESS_DAY})"
 _DATE_PHRASES: list[tuple[re.Pattern[str], list[tuple[Op, int]]]] = [
     (re.compile(p, re.IGNORECASE), spec)
     for p, spec in [
         (rf"\bbetween\s+{_D}\s+and\s+{_D}", [(Op.GTE, 1), (Op.LTE, 2)]),
         (rf"\bfrom\s+{_D}\s*(?:to|until|till|through|-|–)\s*{_D}", [(Op.GTE, 1), (Op.LTE, 2)]),
-        (rf"(?:\b(?:from|in)\s+)?{_D}\s+or\s+(?:later|after|newer)\b", [(Op.GTE, 1)]),
-        (rf"(?:\b(?:from|in)\s+)?{_D}\s+or\s+(?:earlier|before|older)\b", [(Op.LTE, 1)]),
+        (rf"(?:\b(?:from|in)\s+)?{_BARE}\s+or\s+(?:later|after|newer)\b", [(Op.GTE, 1)]),
+        (rf"(?:\b(?:from|in)\s+)?{_BARE}\s+or\s+(?:earlier|before|older)\b", [(Op.LTE, 1)]),
         (rf"\bsince\s+{_D}", [(Op.GTE, 1)]),
         (rf"\b(?:after|later\s+than|newer\s+than)\s+{_D}", [(Op.GT, 1)]),
         (rf"\b(?:before|earlier\s+than|older\s+than|prior\s+to)\s+{_D}", [(Op.LT, 1)]),
         (rf"\b(?:until|till|through)\s+{_D}", [(Op.LTE, 1)]),
         (rf"\b(?:in|on|during|from|dated)\s+{_D}", [(Op.EQ, 1)]),
-        (rf"{_D}", [(Op.EQ, 1)]),
+        (rf"{_BARE}", [(Op.EQ, 1)]),
     ]
 ]
+# "may" and "march" are verbs too: in lower case, alone, they are months only before these or at the end
+_AFTER_VERB_MONTH = re.compile(r"\s*(?:$|[.,;:!?)]|(?:and|or|to|until|till|through|onwards?|next|last|this)\b)")
 Mark = Callable[[int, int], None]
 Free = Callable[[int, int], bool]
 
@@ -52,7 +70,53 @@ def _named_field(query: str, start: int, free: Free, aliases: FieldAliases) -> t
     return None
 
 
-def date_phrases(query: str, free: Free, mark: Mark, aliases: FieldAliases) -> tuple[list[Condition], list[str]]:
+def _verb_month(query: str, m: re.Match[str], group: int) -> bool:
+    """Whether a lone lower-case "may" or "march" in the match is the verb ("movies that may scare")."""
+    text = m.group(group)
+    return text in ("may", "march") and not _AFTER_VERB_MONTH.match(query, m.end(group))
+
+
+def _nearest_year(today: date, month: int, day: int | None, since: bool) -> int:
+    """The year that puts a yearless date nearest ``today`` (for "since": the last one on or before it)."""
+    candidates = [today.year - 1, today.year, today.year + 1]
+    if since:
+        return max(y for y in candidates if date(y, month, day or 1) <= today)
+    return min(candidates, key=lambda y: abs((date(y, month, min(day or 15, 28)) - today).days))
+
+
+def _periods(texts: list[str], today: date, since: bool) -> list[Period] | None:
+    """The periods of a phrase's dates; a yearless one takes the year of a dated one beside it, else the
+    nearest year (a range's end on or after its start)."""
+    periods: list[Period | None] = [period(t) for t in texts]
+    parts = [yearless(t) if p is None else None for t, p in zip(texts, periods, strict=True)]
+    if any(p is None and part is None for p, part in zip(periods, parts, strict=True)):
+        return None
+    dated = [p for p in periods if p is not None and p.precision != "year"]
+    for i, part in enumerate(parts):
+        if part is None:
+            continue
+        month, day = part
+        if dated:  # "between 1 September and 30 November 2025"
+            year = date.fromordinal(int(dated[0].start) + EPOCH_ORDINAL).year
+        elif i > 0 and periods[0] is not None:  # "from March to May": the end follows the start
+            year = date.fromordinal(int(periods[0].start) + EPOCH_ORDINAL).year
+        else:
+            year = _nearest_year(today, month, day, since)
+        found = yearless_period(year, month, day)
+        if found is not None and i > 0 and periods[0] is not None and found.end <= periods[0].start:
+            found = yearless_period(year + 1, month, day)
+        elif found is not None and i == 0 and dated and len(periods) > 1 and periods[1] is not None:
+            if found.start >= periods[1].end:  # "from 1 December to 31 January 2026"
+                found = yearless_period(year - 1, month, day)
+        if found is None:
+            return None
+        periods[i] = found
+    return [p for p in periods if p is not None]
+
+
+def date_phrases(
+    query: str, free: Free, mark: Mark, aliases: FieldAliases, today: date
+) -> tuple[list[Condition], list[str]]:
     """Conditions from date phrases with at least one month, day or instant in them."""
     dates = aliases.catalog.date_fields()
     conds: list[Condition] = []
@@ -63,9 +127,11 @@ def date_phrases(query: str, free: Free, mark: Mark, aliases: FieldAliases) -> t
         for m in pattern.finditer(query):
             if not free(m.start(), m.end()):
                 continue
-            periods = [period(m.group(g)) for _op, g in spec]
-            found: list[Period] = [p for p in periods if p is not None]
-            if len(found) != len(periods) or all(p.precision == "year" for p in found):
+            texts = [m.group(g) for _op, g in spec]
+            if any(_verb_month(query, m, g) for _op, g in spec):
+                continue
+            found = _periods(texts, today, since=spec[0][0] == Op.GTE and len(spec) == 1)
+            if found is None or all(p.precision == "year" for p in found):
                 continue
             named = _named_field(query, m.start(), free, aliases)
             if named is not None and named[0] not in dates:

@@ -75,6 +75,17 @@ DATE_IN_TEXT = (
     rf"|(?:1[5-9]|2[01])\d\d)(?![\w/-]|\.\d)"
 )
 
+# A day and month without a year ("15 July", "July 15th"), and a month's full name alone ("August"): read
+# against today by the extractor (``yearless``), never as metadata values.
+YEARLESS_DAY = (
+    rf"\d{{1,2}}{_ORD}\s+(?:of\s+)?{MONTH}(?!\w|,?\s+(?:of\s+)?\d{{4}})"
+    rf"|{MONTH}\s+\d{{1,2}}{_ORD}(?![\w:/-]|[.,]\d|,?\s+\d{{4}})"
+)
+MONTH_NAME = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)(?!\w)"
+_YEARLESS = re.compile(
+    rf"(?:(\d{{1,2}}){_ORD}\s+(?:of\s+)?({MONTH})|({MONTH})(?:\s+(\d{{1,2}}){_ORD})?)", re.IGNORECASE
+)
+
 
 @dataclass(frozen=True)
 class Period:
@@ -217,3 +228,30 @@ def date_value(value: Any) -> float | None:
 def display(value: date | datetime) -> str:
     """A ``date``/``datetime`` metadata value as the string it is shown and matched as."""
     return value.isoformat()
+
+
+def yearless(text: str) -> tuple[int, int | None] | None:
+    """``(month, day)`` of a date written without its year ("15 July" -> (7, 15); "August" -> (8, None)), or
+    ``None`` when ``text`` is no such date (31 February included)."""
+    m = _YEARLESS.fullmatch(text.strip())
+    if m is None:
+        return None
+    month = _month_number(m.group(2) or m.group(3))
+    day = m.group(1) or m.group(4)
+    if day is None:
+        return month, None
+    try:
+        date(2000, month, int(day))  # a leap year: 29 February exists
+    except ValueError:
+        return None
+    return month, int(day)
+
+
+def yearless_period(year: int, month: int, day: int | None) -> Period | None:
+    """The period of a yearless date in ``year`` (29 February in a common year: ``None``)."""
+    if day is None:
+        return _month_period(year, month)
+    try:
+        return Period(_days(date(year, month, day)), _days(date(year, month, day)) + 1, "day")
+    except ValueError:
+        return None

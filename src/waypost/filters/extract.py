@@ -77,6 +77,20 @@ _NEXT_WORD = re.compile(
     r"[\s-]+(\w+)(?=\s*(?:$|[,.;:!?)]|\s(?:and|or|with|for|in|on|under|over|from|by|that|which|at|to|of|than)\b))",
     re.IGNORECASE,
 )  # not "a chain drive train", "Velora brand story", "director's cut"
+# Words that grant a permission; a flag named with one ("pets_allowed") is named by any of them
+PERMISSION_STEMS = frozenset({"allow", "permit", "friend", "welcom", "accept", "ok", "okay"})
+
+
+def _as_flag_word(norm: str, said: frozenset[str]) -> str:
+    return "<allowed>" if norm in PERMISSION_STEMS and "<allowed>" in said else norm
+
+
+# "free" as the price: first, or after a word that cannot make it a compound ("sugar free"), or "free of charge"
+_FREE = re.compile(
+    r"(?:^|[,;:(]\s*|\b(?:for|is|are|be|only|all|any|completely|totally|entirely|and|or|some|the|a|an)\s+)"
+    r"(?P<free>free(?:\s+of\s+charge)?)\b(?![-'’])",
+    re.IGNORECASE,
+)
 _FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
 _NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
@@ -164,13 +178,14 @@ class FilterExtractor:
         conds: list[Condition] = []
         matches: list[str] = []
         self._codes(query, free, mark, conds, matches)
-        found, notes = date_phrases(query, free, mark, self.aliases)
+        found, notes = date_phrases(query, free, mark, self.aliases, self.today())
         conds += found
         matches += notes
         self._numbers(query, free, mark, conds, matches, bare=False)
         self._booleans(query, free, mark, conds, matches)
         self._words(query, free, mark, conds, matches)
         self._numbers(query, free, mark, conds, matches, bare=True)
+        self._free_of_charge(query, free, mark, conds, matches)
         fields_done = {c.field for c in conds}
         for c in list(conds):
             if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.flag_values:
@@ -241,8 +256,10 @@ class FilterExtractor:
         "not in stock" -> false)."""
         tokens = tokenize(query, {})
         for name, words in self.values.boolean_words.items():
-            hits = [i for i, t in enumerate(tokens) if t.norm in words and free(t.start, t.end)]
-            if {tokens[i].norm for i in hits} != words:
+            # a flag of permission answers to any word of permission ("pets_allowed": "pet-friendly")
+            said = words if not words & PERMISSION_STEMS else (words - PERMISSION_STEMS) | {"<allowed>"}
+            hits = [i for i, t in enumerate(tokens) if _as_flag_word(t.norm, said) in said and free(t.start, t.end)]
+            if {_as_flag_word(tokens[i].norm, said) for i in hits} != said:
                 continue
             first = hits[0]
             cue = _NEGATED_FLAG.search(query[max(0, tokens[first].start - 40) : tokens[first].start])
@@ -258,6 +275,22 @@ class FilterExtractor:
             mark(start, end)
             conds.append(Condition(name, Op.EQ, self.values.flag_values[name][0 if value else 1]))
             matches.append(f"{query[start:end]!r} -> {name} = {value}")
+
+    def _free_of_charge(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
+        """ "free" (not "gluten-free", "sugar free", "free wifi" where that is a value): the price is 0, when
+        exactly one money field holds 0 and no other condition is on it."""
+        m = _FREE.search(query)
+        if m is None or not free(m.start("free"), m.end("free")):
+            return
+        cat = self.aliases.catalog
+        money = [
+            n for n, d in self.aliases.dimensions.items() if d == "money" and (cat.numeric_range(n) or (1,))[0] == 0
+        ]
+        if len(money) != 1 or any(c.field == money[0] for c in conds):
+            return
+        mark(m.start("free"), m.end("free"))
+        conds.append(Condition(money[0], Op.EQ, 0))
+        matches.append(f"{m.group('free')!r} -> {money[0]} = 0")
 
     def _words(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
         tokens = tokenize(query, self.synonyms)

@@ -78,6 +78,11 @@ CONCEPTS: list[frozenset[str]] = [
     frozenset("height high tall taller".split()),
     frozenset("width wide wider".split()),
     frozenset("size big bigger large larger small smaller".split()),
+    # how many people something holds or feeds ("for at least 4 people" on servings, "500 seats" on capacity)
+    frozenset(
+        "capacity people persons person guests guest attendees attendee participants visitors seats seated "
+        "servings serving serves portions diners sleeps occupancy headcount".split()
+    ),
 ]
 # Name words too generic to name a field on their own.
 _GENERIC = FUNCTION_WORDS | frozenset("id num no number count total is has at of dt ts value amount".split())

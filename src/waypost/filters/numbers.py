@@ -13,18 +13,14 @@ import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date
 
+from waypost.filters.dates import EPOCH_ORDINAL
 from waypost.filters.fields import OTHER_READING, UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
+from waypost.filters.relative import WORD_NUMBERS, count, months_before, relative_times
 from waypost.filters.text import Token
 
-DAYS_PER_MONTH = 30.436875  # a Gregorian month on average ("the last 30 days" on a date field)
-RECENT_YEARS = 3  # "recent" means released in this many years before the current one, or later
-_WORD_NUMBERS = {
-    "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "twelve": 12, "twenty": 20, "few": 3, "couple of": 2,
-}  # fmt: skip
 _DECADE_WORDS = {
     "twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
     "eighties": 80, "nineties": 90,
@@ -108,15 +104,15 @@ _DECADE = re.compile(
     rf"|\b(?:the\s+)?(?:(early|mid|late)[\s-]*)?({'|'.join(_DECADE_WORDS)})\b",
     re.IGNORECASE,
 )
-_RELATIVE = re.compile(
-    r"\b(?:(?:in|over|during|within|from)\s+)?(?:the\s+)?(?:last|past|previous)\s+"
-    rf"(?:(\d+|{'|'.join(_WORD_NUMBERS)})\s+)?(years?|decades?|months?|weeks?|days?)\b",
-    re.IGNORECASE,
-)
-_MONTHS_PER = {"decade": 120.0, "year": 12.0, "month": 1.0, "week": 7 / DAYS_PER_MONTH, "day": 1 / DAYS_PER_MONTH}
-_AGE = re.compile(rf"\b(\d+|{'|'.join(_WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
+_AGE = re.compile(rf"\b(\d+|{'|'.join(WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
 _NUMBER_WORD = re.compile(
-    rf"\b(?:{'|'.join(w for w in _WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
+    rf"\b(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
+)
+# A duration in words: "half an hour", "an hour and a half", "one and a half days", "an hour"
+_SPOKEN_DURATION = re.compile(
+    r"\b(?:(?P<half>half)\s+an?\s+|(?P<whole>an?|one|two|three|\d+)\s+(?:(?P<and_half>and\s+a\s+half)\s+)?)"
+    r"(?P<unit>hours?|days?|minutes?)\b(?P<tail>\s+and\s+a\s+half\b)?",
+    re.IGNORECASE,
 )
 _SCALES = {"hundred": 100.0, "thousand": 1000.0, "million": 1e6}
 _SCALE = re.compile(rf"\s+({'|'.join(_SCALES)})\b", re.IGNORECASE)  # "ten thousand", "2 million"
@@ -128,9 +124,6 @@ _PEOPLE = (
 )
 _PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
 _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
-_OF_AFTER = re.compile(r"\s+of\b", re.IGNORECASE)
-_THIS_YEAR = re.compile(r"\b(?:from\s+|in\s+)?this\s+year\b", re.IGNORECASE)
-_RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
 
 
 @dataclass
@@ -141,7 +134,8 @@ class NumberPhrase:
     unit: str | None = None
     time_only: bool = False  # a decade, a relative period, "in 1995": only a year or date field
     bare: bool = False  # no comparison word: binds only to a field named right beside it
-    months: float = 0.0  # a relative period in months, for date fields ("last 6 months", "last 30 days")
+    dates: tuple[date, ...] = ()  # per bound, the day a time relative to today means on a date field
+    dates_only: bool = False  # "upcoming", "past events": never a field of years
     age: tuple[Op, float] | None = None  # "less than 5 years old": (LT, 5), for a field of ages if there is one
     quiet: tuple[int, int] | None = None  # a span of the phrase that names no field ("min" in "3 gears min")
 
@@ -153,12 +147,6 @@ class NumberPhrase:
 def _num(m: re.Match[str]) -> float:
     value = float(re.sub(r"[,\s]", "", m.group("num")))
     return value * 1000 if m.group("k") else value
-
-
-def _count(text: str) -> float:
-    """A count written in digits or as an English number word ("3", "three", "a")."""
-    text = text.lower()
-    return float(text) if text[0].isdigit() else float(_WORD_NUMBERS[text])
 
 
 def _unit_after(query: str, end: int) -> tuple[str | None, int]:
@@ -229,12 +217,12 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         taken[p.start : p.end] = b"\x01" * (p.end - p.start)
 
     year = today.year
-    for m in _RELATIVE.finditer(query):
-        if ok(m.start(), m.end()) and not _OF_AFTER.match(query, m.end()):  # "the last days of Pompeii"
-            count = _count(m.group(1) or "a")
-            unit = m.group(2).lower()
-            months = count * _MONTHS_PER[unit.rstrip("s")]
-            add(NumberPhrase(m.start(), m.end(), [(Op.GTE, year - -(-months // 12))], time_only=True, months=months))
+    for rel in relative_times(query, ok, today):
+        add(
+            NumberPhrase(
+                rel.start, rel.end, list(rel.years), time_only=True, dates=rel.dates, dates_only=rel.dates_only
+            )
+        )
     for m in _AGE.finditer(query):  # "less than 5 years old": made in the last 5 years
         cmp, at = _prefix_op_before(query, m.start())
         if not isinstance(cmp, Op) or cmp not in (Op.LT, Op.LTE, Op.GT, Op.GTE) or not ok(at, m.end()):
@@ -242,15 +230,10 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
             taken[at : m.end()] = b"\x01" * (m.end() - at)  # a person's age: no filter, nor another field's number
             continue  # "for kids less than 10 years old", "over 65 years old actors"
-        count = _count(m.group(1))
+        years = count(m.group(1))
         newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
-        add(NumberPhrase(at, m.end(), [(newer, year - count)], time_only=True, months=12 * count, age=(cmp, count)))
-    for m in _THIS_YEAR.finditer(query):
-        if ok(m.start(), m.end()):
-            add(NumberPhrase(m.start(), m.end(), [(Op.EQ, year)], time_only=True))
-    for m in _RECENT.finditer(query):
-        if ok(m.start(), m.end()):
-            add(NumberPhrase(m.start(), m.end(), [(Op.GTE, year - RECENT_YEARS)], time_only=True))
+        since = (months_before(today, 12 * years),)
+        add(NumberPhrase(at, m.end(), [(newer, year - years)], time_only=True, dates=since, age=(cmp, years)))
     for m in _DECADE.finditer(query):
         if not ok(m.start(), m.end()):
             continue
@@ -317,9 +300,20 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         scale = _SCALE.match(query, m.end())
         end = scale.end() if scale else m.end()
         if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
-            value = _count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
+            value = count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
             unit, end = _unit_after(query, end)
             add(NumberPhrase(at, end, [(op, value)], unit))
+    for m in _SPOKEN_DURATION.finditer(query):  # "under an hour", "half an hour or less"
+        op, at = _prefix_op_before(query, m.start())
+        suffix = _SUFFIX.match(query[m.end() :])
+        if suffix is not None and not suffix.group(3):
+            op, at, end = (Op.LTE if suffix.group(2) else Op.GTE), m.start(), m.end() + suffix.end()
+        else:
+            end = m.end()
+        if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
+            whole = (m.group("whole") or "0").lower().replace("an", "a")
+            value = count(whole) + (0.5 if m.group("half") or m.group("and_half") or m.group("tail") else 0.0)
+            add(NumberPhrase(at, end, [(op, value)], m.group("unit").lower().rstrip("s")))
     return sorted(found, key=lambda p: p.start)
 
 
@@ -387,6 +381,7 @@ def bind(
         for n in aliases.names
         if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
         and n not in unfit
+        and (not phrase.dates_only or _straddles(aliases, n, today))
     ]
     words = _window(query, tokens, phrase, free)
     if phrase.bare:  # only the word right beside the number may name the field
@@ -426,6 +421,13 @@ def bind(
     if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
         return None  # "the timing belt at 120,000 km" asks about a mileage, not for cars with exactly that one
     return found, named.get(chosen, [])
+
+
+def _straddles(aliases: FieldAliases, name: str, today: date) -> bool:
+    """A date field with days both before and after today: where nothing is upcoming (a catalogue's
+    "date added"), "upcoming" names no field."""
+    rng = aliases.catalog.date_range(name) if aliases.catalog.field_kind(name) == "date" else None
+    return rng is not None and rng[0] < float(today.toordinal() - EPOCH_ORDINAL) < rng[1]
 
 
 def _held(aliases: FieldAliases, found: list[Condition]) -> bool:
@@ -489,18 +491,9 @@ def _conditions(phrase: NumberPhrase, aliases: FieldAliases, name: str, today: d
             op = {"older": (Op.LT, Op.GT), "or older": (Op.LTE, Op.GTE), "not older": (Op.GTE, Op.LTE)}[op][
                 0 if is_time else 1
             ]
-        if is_date and phrase.months:
-            value = _months_ago(today, phrase.months).isoformat()
+        if is_date and phrase.dates:
+            value = phrase.dates[len(out)].isoformat()
         elif isinstance(value, float) and value.is_integer():
             value = int(value)
         out.append(Condition(name, op, value))
     return out
-
-
-def _months_ago(today: date, months: float) -> date:
-    if not float(months).is_integer():  # weeks and days: exact days
-        return today - timedelta(days=round(months * DAYS_PER_MONTH))
-    total = today.year * 12 + today.month - 1 - int(months)
-    year, month = divmod(total, 12)
-    day = min(today.day, 28)
-    return date(year, month + 1, day)

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
-from waypost.filters.text import Token, folded_words, stem_word_lists, stop_stems
+from waypost.filters.places import PLACE_FIELD_MIN, other_names
+from waypost.filters.text import Token, folded_words, stem_word_lists, stems, stop_stems
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
@@ -111,6 +112,9 @@ class _FieldValues:
         self.codes: dict[str, list[str]] = {}  # casefolded code -> values
         self.code_like: set[str] = set()
         self.name_like: set[str] = set()
+        self.places: set[str] = set()  # values that name a country or its people
+        self.by_other_name: dict[frozenset[str], list[_Analysed]] = {}  # "Indian" -> India, "Italy" -> Italian
+        self.abbreviations: dict[str, list[str]] = {}  # "US" -> United States, as written without final dots
 
     def add(self, values: list[str], synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
         stop = stop_stems()
@@ -120,6 +124,7 @@ class _FieldValues:
                 self.codes.setdefault(value.casefold(), []).append(value)
             if _looks_like_name(value):
                 self.name_like.add(value)
+        self._add_places(values, synonyms, kind_words)
         split = [folded_words(value, synonyms) for value in values]
         for value, words, norms in zip(values, split, stem_word_lists(split), strict=True):
             content_stems = [s for s in norms if s not in stop]
@@ -133,6 +138,20 @@ class _FieldValues:
                 for i in range(1, len(form.words)):
                     self.by_trailing.setdefault(form.words[i:], []).append(form)
         self.seen.update(values)
+
+    def _add_places(self, values: list[str], synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
+        stop = stop_stems()
+        for value in values:
+            others, codes = other_names(value)
+            if not others and not codes:
+                continue
+            self.places.add(value)
+            for other in others:
+                content = frozenset(s for s in stems(other, synonyms) if s not in stop and s not in kind_words)
+                if content:
+                    self.by_other_name.setdefault(content, []).append(_Analysed(value, content, frozenset(), ()))
+            for code in codes:
+                self.abbreviations.setdefault(code.rstrip("."), []).append(value)
 
 
 # (field name, synonyms, kind words) -> the field's values analysed so far, shared by every build in the process
@@ -171,6 +190,7 @@ class ValueIndex:
         self.name_fields: set[str] = set()
         self.flag_values: dict[str, tuple[bool | str, bool | str]] = {}  # a flag field's true and false values
         self.list_fields: set[str] = set()
+        self.place_fields: set[str] = set()  # fields of countries or nationalities: their other names count
         self._fields: list[tuple[str, dict[str, int], _FieldValues]] = []
         for name in catalog.fields:
             kind = catalog.field_kind(name)
@@ -190,6 +210,8 @@ class ValueIndex:
             if len(counts) >= NAME_FIELD_MIN_VALUES and names >= 0.6 * len(counts) and per_value <= NAME_MAX_USES:
                 self.name_fields.add(name)
             self._fields.append((name, counts, shared))
+            if len(shared.places.intersection(counts)) >= PLACE_FIELD_MIN:
+                self.place_fields.add(name)
 
     def forms(self, content: frozenset[str]) -> list[ValueForm]:
         out: list[ValueForm] = []
@@ -199,19 +221,28 @@ class ValueIndex:
                 count = counts.get(a.value)
                 if count and (is_names or a.value not in shared.code_like):
                     out.append(ValueForm(name, a.value, a.content, a.kinds, count, a.words if is_names else ()))
+            if name in self.place_fields:
+                for a in shared.by_other_name.get(content, ()):
+                    count = counts.get(a.value)
+                    if count and all(f.value != a.value or f.field != name for f in out):
+                        out.append(ValueForm(name, a.value, a.content, a.kinds, count))
         return out
 
     def code_matches(self, query: str) -> list[tuple[re.Match[str], str, str]]:
         """(match, field, value) for each query token that is a code value; codes of one or two characters
         must match in case ("R" is a rating, "r" is not) unless they mix letters and digits ("x5")."""
         out: list[tuple[re.Match[str], str, str]] = []
-        fields = [(n, c, s) for n, c, s in self._fields if s.codes and n not in self.name_fields]
+        fields = [
+            (n, c, s) for n, c, s in self._fields if (s.codes or n in self.place_fields) and n not in self.name_fields
+        ]
         for m in _CODE_TOKEN.finditer(query):
             token = m.group(0)
             for name, counts, shared in fields:
                 for value in shared.codes.get(token.casefold(), ()):
                     if value in counts and (len(value) > 2 or token == value or _case_blind(value)):
                         out.append((m, name, value))
+                if name in self.place_fields and token.isupper():  # "the US", "U.S." (its final dot left out)
+                    out.extend((m, name, v) for v in shared.abbreviations.get(token, ()) if v in counts)
         return out
 
     def surname(self, run: list[Token]) -> ValueForm | None:

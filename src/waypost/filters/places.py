@@ -1,0 +1,99 @@
+"""Other names of countries: what people write for a country value ("Indian movies" for India, "the US"
+for United States) and for a nationality value ("dishes from Italy" for Italian).
+
+Common English knowledge, not any collection's. The values of a field get these names only when the field
+holds at least ``PLACE_FIELD_MIN`` values of the table (a field of countries or of nationalities, not a list of
+ingredients that holds "Turkey"); abbreviations match only as written in capitals ("show us" is no country).
+Words that are often something else (turkey, chile, china) are not in the table."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from waypost.filters.text import fold
+
+PLACE_FIELD_MIN = 3
+# country; its adjectives and demonyms; abbreviations (matched in capitals only when of two letters)
+_COUNTRIES = """
+United States|American,Americans|US,USA,U.S.,U.S.A.
+United Kingdom|British,Briton,Britons,Britain,Great Britain|UK,U.K.
+India|Indian,Indians|
+China|Chinese|PRC
+Japan|Japanese|
+South Korea|Korean,Koreans,South Korean,Korea|
+France|French|
+Germany|German,Germans|
+Italy|Italian,Italians|
+Spain|Spanish,Spaniards|
+Portugal|Portuguese|
+Mexico|Mexican,Mexicans|
+Canada|Canadian,Canadians|
+Brazil|Brazilian,Brazilians|
+Argentina|Argentine,Argentinian,Argentinians|
+Colombia|Colombian,Colombians|
+Peru|Peruvian,Peruvians|
+Australia|Australian,Australians|
+New Zealand|New Zealander,New Zealanders|NZ
+Ireland|Irish|
+Netherlands|Dutch|
+Belgium|Belgian,Belgians|
+Switzerland|Swiss|
+Austria|Austrian,Austrians|
+Sweden|Swedish,Swedes|
+Norway|Norwegian,Norwegians|
+Denmark|Danish,Danes|
+Finland|Finnish,Finns|
+Iceland|Icelandic|
+Poland|Polish,Poles|
+Czech Republic|Czech,Czechia|
+Hungary|Hungarian,Hungarians|
+Romania|Romanian,Romanians|
+Greece|Greek,Greeks|
+Russia|Russian,Russians|
+Ukraine|Ukrainian,Ukrainians|
+Israel|Israeli,Israelis|
+Egypt|Egyptian,Egyptians|
+Nigeria|Nigerian,Nigerians|
+South Africa|South African,South Africans|
+Kenya|Kenyan,Kenyans|
+Morocco|Moroccan,Moroccans|
+Lebanon|Lebanese|
+Saudi Arabia|Saudi,Saudis|
+United Arab Emirates|Emirati,Emiratis|UAE
+Iran|Iranian,Iranians,Persian|
+Pakistan|Pakistani,Pakistanis|
+Bangladesh|Bangladeshi|
+Indonesia|Indonesian,Indonesians|
+Philippines|Filipino,Filipinos,Philippine|
+Thailand|Thai|
+Vietnam|Vietnamese|
+Malaysia|Malaysian,Malaysians|
+Singapore|Singaporean,Singaporeans|
+Taiwan|Taiwanese|
+Hong Kong|Hongkonger|HK
+"""
+
+
+def _rows() -> list[tuple[str, list[str], list[str]]]:
+    out = []
+    for line in _COUNTRIES.strip().splitlines():
+        name, others, codes = line.split("|")
+        out.append((name, [o for o in others.split(",") if o], [c for c in codes.split(",") if c]))
+    return out
+
+
+@cache
+def _by_name() -> dict[str, tuple[list[str], list[str]]]:
+    """Every name of a row (folded) -> (the row's other words, its abbreviations)."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for name, others, codes in _rows():
+        names = [name, *others]
+        for written in names:
+            out[fold(written)] = ([n for n in names if fold(n) != fold(written)], codes)
+    return out
+
+
+def other_names(value: str) -> tuple[list[str], list[str]]:
+    """The other words for a value that names a country or its people ("India" -> ["Indian", "Indians"]),
+    and the country's abbreviations (["US", "USA", ...]); empty lists for any other value."""
+    return _by_name().get(fold(" ".join(value.split())), ([], []))
