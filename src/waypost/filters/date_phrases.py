@@ -45,6 +45,8 @@ _DATE_PHRASES: list[tuple[re.Pattern[str], list[tuple[Op, int]]]] = [
         (rf"{_BARE}", [(Op.EQ, 1)]),
     ]
 ]
+_YEAR_AFTER = re.compile(r",?\s+(?:of\s+)?(last|this|next)\s+year\b", re.IGNORECASE)
+_YEAR_SHIFT = {"last": -1, "this": 0, "next": 1}
 # "may" and "march" are verbs too: in lower case, alone, they are months only before these or at the end
 _AFTER_VERB_MONTH = re.compile(r"\s*(?:$|[.,;:!?)]|(?:and|or|to|until|till|through|onwards?|next|last|this)\b)")
 Mark = Callable[[int, int], None]
@@ -84,9 +86,9 @@ def _nearest_year(today: date, month: int, day: int | None, since: bool) -> int:
     return min(candidates, key=lambda y: abs((date(y, month, min(day or 15, 28)) - today).days))
 
 
-def _periods(texts: list[str], today: date, since: bool) -> list[Period] | None:
-    """The periods of a phrase's dates; a yearless one takes the year of a dated one beside it, else the
-    nearest year (a range's end on or after its start)."""
+def _periods(texts: list[str], today: date, since: bool, year: int | None = None) -> list[Period] | None:
+    """The periods of a phrase's dates. A yearless one takes ``year`` (said after the phrase: "last year"), else
+    the year of a dated one beside it, else the nearest year; a range's end falls on or after its start."""
     periods: list[Period | None] = [period(t) for t in texts]
     parts = [yearless(t) if p is None else None for t, p in zip(texts, periods, strict=True)]
     if any(p is None and part is None for p, part in zip(periods, parts, strict=True)):
@@ -96,18 +98,20 @@ def _periods(texts: list[str], today: date, since: bool) -> list[Period] | None:
         if part is None:
             continue
         month, day = part
-        if dated:  # "between 1 September and 30 November 2025"
-            year = date.fromordinal(int(dated[0].start) + EPOCH_ORDINAL).year
+        if year is not None:
+            chosen = year
+        elif dated:  # "between 1 September and 30 November 2025"
+            chosen = date.fromordinal(int(dated[0].start) + EPOCH_ORDINAL).year
         elif i > 0 and periods[0] is not None:  # "from March to May": the end follows the start
-            year = date.fromordinal(int(periods[0].start) + EPOCH_ORDINAL).year
+            chosen = date.fromordinal(int(periods[0].start) + EPOCH_ORDINAL).year
         else:
-            year = _nearest_year(today, month, day, since)
-        found = yearless_period(year, month, day)
+            chosen = _nearest_year(today, month, day, since)
+        found = yearless_period(chosen, month, day)
         if found is not None and i > 0 and periods[0] is not None and found.end <= periods[0].start:
-            found = yearless_period(year + 1, month, day)
+            found = yearless_period(chosen + 1, month, day)
         elif found is not None and i == 0 and dated and len(periods) > 1 and periods[1] is not None:
             if found.start >= periods[1].end:  # "from 1 December to 31 January 2026"
-                found = yearless_period(year - 1, month, day)
+                found = yearless_period(chosen - 1, month, day)
         if found is None:
             return None
         periods[i] = found
@@ -130,9 +134,13 @@ def date_phrases(
             texts = [m.group(g) for _op, g in spec]
             if any(_verb_month(query, m, g) for _op, g in spec):
                 continue
-            found = _periods(texts, today, since=spec[0][0] == Op.GTE and len(spec) == 1)
+            said_year = _YEAR_AFTER.match(query, m.end())  # "between March and May last year"
+            year = None if said_year is None else today.year + _YEAR_SHIFT[said_year.group(1).lower()]
+            found = _periods(texts, today, since=spec[0][0] == Op.GTE and len(spec) == 1, year=year)
             if found is None or all(p.precision == "year" for p in found):
                 continue
+            if said_year is not None and any(period(t) is None for t in texts):
+                mark(m.end(), said_year.end())
             named = _named_field(query, m.start(), free, aliases)
             if named is not None and named[0] not in dates:
                 continue

@@ -61,12 +61,13 @@ _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
 _CONTAINING = (
     r"requir(?:e|es|ed|ing)|includ(?:e|es|ed|ing)|contain(?:s|ed|ing)?|featur(?:e|es|ed|ing)|us(?:e|es|ing)|"
     r"need(?:s|ed|ing)?|hav(?:e|ing)|has|involv(?:e|es|ed|ing)|starr(?:ed|ing)|direct(?:ed|ing)|written|"
-    r"produc(?:ed|ing)|made|set|located|based|rated"
+    r"produc(?:ed|ing)|made|set|located|based|rated|"
+    r"[^\W\d_]+(?=\s+by\b)"  # "not hosted by", "not sold by"
 )
 _EXCLUDED_BEFORE = re.compile(
     r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't|don't|doesn't|didn't)"
     r"|(?<![\w'])no"  # but see _NO_ASKS
-    r"|\bother\s+than|\banything\s+but|\bbut\s+not)"
+    r"|\bother\s+than|\bany(?:thing|where|one|body)\s+(?:but|except)|\bbut\s+not|\bw/o)"
     rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|on|by|of|with|for|being))*[\s-]*$",
     re.IGNORECASE,
 )
@@ -81,8 +82,23 @@ _NEXT_WORD = re.compile(
 PERMISSION_STEMS = frozenset({"allow", "permit", "friend", "welcom", "accept", "ok", "okay"})
 
 
+# Words of a flag's name that only qualify the thing it names: "breakfast_included" is named by "breakfast",
+# "signed_copy" by "signed" ("with breakfast", "signed novels")
+QUALIFIER_STEMS = frozenset({"includ", "avail", "copi", "option", "enabl", "provid", "offer", "support", "equip"})
+
+
+def _flag_words(words: frozenset[str]) -> frozenset[str]:
+    """The words a query must hold to name a flag: its name's words without qualifiers, a word of permission
+    standing for any of them ("pets_allowed": "pet-friendly")."""
+    said = words - QUALIFIER_STEMS or words
+    return said if not said & PERMISSION_STEMS else (said - PERMISSION_STEMS) | {"<allowed>"}
+
+
 def _as_flag_word(norm: str, said: frozenset[str]) -> str:
-    return "<allowed>" if norm in PERMISSION_STEMS and "<allowed>" in said else norm
+    """A query word as a flag word: any word of permission for one, "unsigned" for "signed"."""
+    if norm in PERMISSION_STEMS and "<allowed>" in said:
+        return "<allowed>"
+    return norm[2:] if norm.startswith("un") and norm not in said and norm[2:] in said else norm
 
 
 # "free" as the price: first, or after a word that cannot make it a compound ("sugar free"), or "free of charge"
@@ -177,13 +193,13 @@ class FilterExtractor:
             mark(request.start(), request.end())
         conds: list[Condition] = []
         matches: list[str] = []
-        self._codes(query, free, mark, conds, matches)
+        codes = self._codes(query, free, mark, matches)
         found, notes = date_phrases(query, free, mark, self.aliases, self.today())
         conds += found
         matches += notes
         self._numbers(query, free, mark, conds, matches, bare=False)
         self._booleans(query, free, mark, conds, matches)
-        self._words(query, free, mark, conds, matches)
+        self._words(query, free, mark, conds, matches, codes)
         self._numbers(query, free, mark, conds, matches, bare=True)
         self._free_of_charge(query, free, mark, conds, matches)
         fields_done = {c.field for c in conds}
@@ -204,7 +220,9 @@ class FilterExtractor:
         ]
         return Extraction(all_of(list(conds)), " ".join(words), matches)
 
-    def _codes(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
+    def _codes(self, query: str, free: Free, mark: Mark, matches: list[str]) -> dict[str, list[Picked]]:
+        """Code values ("PG-13", "HP"), as picks that ``_words`` completes with the values of the same field
+        written as words ("HP or Lenovo")."""
         codes: dict[str, list[Picked]] = {}
         for m, name, value in self.values.code_matches(query):
             if free(m.start(), m.end()) and value not in [p.value for p in codes.get(name, [])]:
@@ -215,11 +233,7 @@ class FilterExtractor:
                 matches.append(
                     f"{query[start : m.end()]!r} -> {name} {'!=' if excluded is not None else '='} {value!r}"
                 )
-        for name, found in codes.items():  # "rated R or PG-13": alternatives of one field
-            for excluded in (False, True):
-                values = [p.value for p in found if p.excluded == excluded]
-                if values:
-                    conds.append(_one_of(name, values, excluded))
+        return codes
 
     def _numbers(
         self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str], bare: bool
@@ -256,8 +270,7 @@ class FilterExtractor:
         "not in stock" -> false)."""
         tokens = tokenize(query, {})
         for name, words in self.values.boolean_words.items():
-            # a flag of permission answers to any word of permission ("pets_allowed": "pet-friendly")
-            said = words if not words & PERMISSION_STEMS else (words - PERMISSION_STEMS) | {"<allowed>"}
+            said = _flag_words(words)
             hits = [i for i, t in enumerate(tokens) if _as_flag_word(t.norm, said) in said and free(t.start, t.end)]
             if {_as_flag_word(tokens[i].norm, said) for i in hits} != said:
                 continue
@@ -265,7 +278,8 @@ class FilterExtractor:
             cue = _NEGATED_FLAG.search(query[max(0, tokens[first].start - 40) : tokens[first].start])
             between = query[tokens[first].end : tokens[hits[-1]].start]  # "pets are not allowed"
             stated = _FLAG_STATED.match(query, tokens[hits[-1]].end)  # "electric: no", "in stock = false"
-            value = cue is None and not _NEGATED_BETWEEN.search(between)
+            undone = any(tokens[i].norm.startswith("un") and tokens[i].norm not in said for i in hits)  # "unsigned"
+            value = cue is None and not undone and not _NEGATED_BETWEEN.search(between)
             if stated is not None:
                 value = stated.group(1).lower() in ("yes", "true", "y")
             start = tokens[first].start if cue is None else max(0, tokens[first].start - 40) + cue.start()
@@ -292,10 +306,20 @@ class FilterExtractor:
         conds.append(Condition(money[0], Op.EQ, 0))
         matches.append(f"{m.group('free')!r} -> {money[0]} = 0")
 
-    def _words(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
+    def _words(
+        self,
+        query: str,
+        free: Free,
+        mark: Mark,
+        conds: list[Condition],
+        matches: list[str],
+        codes: dict[str, list[Picked]],
+    ) -> None:
         tokens = tokenize(query, self.synonyms)
-        picked: dict[str, list[Picked]] = {}
-        scalar_taken = {c.field for c in conds}
+        picked: dict[str, list[Picked]] = {name: list(found) for name, found in codes.items()}
+        scalar_taken = {c.field for c in conds} | {
+            n for n, found in codes.items() if n not in self.values.list_fields and any(not p.excluded for p in found)
+        }
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
         stop = stop_stems()
@@ -316,8 +340,9 @@ class FilterExtractor:
             excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:
                 # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
-                before = [p.end for p in earlier if p.end <= window[0].start]
-                if not before or not re.search(r"\bor\b|,", query[max(before) : window[0].start]):
+                gaps = [query[p.end : window[0].start] if p.end <= window[0].start else query[window[-1].end : p.start]
+                        for p in earlier]  # fmt: skip
+                if not any(re.search(r"\bor\b|,", g) for g in gaps):
                     continue
             self._take(query, window, form, mark, picked, matches)
             if form.field not in self.values.list_fields and not excluded:  # "ecology, not machine learning"

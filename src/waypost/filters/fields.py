@@ -9,6 +9,7 @@ rating or a score; "costs", "cheaper" for a price; "long", "shorter" for a runti
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -39,13 +40,14 @@ UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(("l", "litre", "litres", "liter", "liters"), ("volume", 1.0)),
     **dict.fromkeys(("kb", "kilobytes"), ("data", 1e-3)),
     **dict.fromkeys(("mb", "megabytes"), ("data", 1.0)),
-    **dict.fromkeys(("gb", "gigabytes"), ("data", 1e3)),
+    **dict.fromkeys(("gb", "gigabytes", "gig", "gigs"), ("data", 1e3)),
     **dict.fromkeys(("tb", "terabytes"), ("data", 1e6)),
     **dict.fromkeys(("$", "usd", "dollar", "dollars", "bucks"), ("money:usd", 1.0)),
     **dict.fromkeys(("€", "eur", "euro", "euros"), ("money:eur", 1.0)),
     **dict.fromkeys(("£", "gbp"), ("money:gbp", 1.0)),
     **dict.fromkeys(("cent", "cents"), ("money:usd", 0.01)),
     **dict.fromkeys(("%", "percent", "pct", "percentage"), ("percent", 1.0)),
+    "grand": ("money", 1.0),  # "2 grand" (the thousands are read as a scale): money in any currency
 }
 # A unit word with a second meaning, taken where no field has the first one's dimension ("under 30 pounds" is
 # money in a catalogue that weighs nothing)
@@ -89,6 +91,11 @@ _GENERIC = FUNCTION_WORDS | frozenset("id num no number count total is has at of
 TIME_CONCEPT = 4  # index of the year/date concept in CONCEPTS
 
 
+@functools.cache
+def _concept_stems(i: int) -> frozenset[str]:
+    return frozenset(stem(w) for w in CONCEPTS[i])
+
+
 def _derived(word: str) -> set[str]:
     """Stems of a name word and of its plain English derivations (citations -> cited, cite)."""
     out = {stem(word)}
@@ -104,6 +111,7 @@ class FieldAliases:
 
     catalog: FieldCatalog
     names: dict[str, set[str]] = field(default_factory=dict)  # field -> stems of its own words
+    heads: dict[str, str] = field(default_factory=dict)  # field -> the stem of its last word ("max_guests": guest)
     joined: dict[str, set[str]] = field(default_factory=dict)  # field -> stems of adjacent words run together
     units: dict[str, tuple[str, float]] = field(default_factory=dict)  # field -> (dimension, factor)
     dimensions: dict[str, str] = field(default_factory=dict)
@@ -118,6 +126,9 @@ class FieldAliases:
                 continue
             words = name_words(name)
             self.names[name] = {s for w in words if w not in _GENERIC for s in _derived(w)}
+            own = [w for w in words if w not in _GENERIC]
+            if own:
+                self.heads[name] = stem(own[-1])
             self.joined[name] = {stem(a + b) for a, b in itertools.pairwise(words)}
             for w in words:
                 if w in UNITS:
@@ -166,14 +177,14 @@ class FieldAliases:
         return float(int(converted)) if converted.is_integer() else converted
 
     def word_weights(self, word: str) -> dict[str, float]:
-        """Fields a query word names, with a weight: own word 3 (4 when only one field has it), words run
-        together ("metascore") 4, a unit 4-5, a word of the field's concept 1."""
+        """Fields a query word names, with a weight: own word 3 (4 when only one field has it, 3.5 for the
+        field it ends), words run together ("metascore") 4, a unit 4-5, a word of the field's concept 1."""
         lowered = word.lower()
         token = stem(re.sub(r"[^\w$€£%]", "", lowered))
         out: dict[str, float] = {}
         owners = [n for n, stems in self.names.items() if token in stems]
-        for n in owners:
-            out[n] = 4.0 if len(owners) == 1 else 3.0
+        for n in owners:  # shared by several: the field it is the last word of ("guests": max_guests, not guest_rating)
+            out[n] = 4.0 if len(owners) == 1 else 3.5 if self.heads.get(n) == token else 3.0
         for n, stems in self.joined.items():
             if token in stems:
                 out[n] = max(out.get(n, 0.0), 4.0)
@@ -183,8 +194,9 @@ class FieldAliases:
                 out[n] = max(out.get(n, 0.0), w)
         groups = {i for i, group in enumerate(CONCEPTS) if lowered in group or token in {stem(g) for g in group}}
         for n, mine in self.concepts.items():
-            if groups & mine:
-                out[n] = max(out.get(n, 0.0), 1.0)
+            if groups & mine:  # the concept of the field's last word first ("people": max_guests, not guest_rating)
+                head = self.heads.get(n, "")
+                out[n] = max(out.get(n, 0.0), 1.25 if any(head in _concept_stems(i) for i in groups) else 1.0)
         return out
 
     def contains(self, name: str, value: float) -> bool:

@@ -19,7 +19,7 @@ from waypost.filters.dates import EPOCH_ORDINAL
 from waypost.filters.fields import OTHER_READING, UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
 from waypost.filters.relative import WORD_NUMBERS, count, months_before, relative_times
-from waypost.filters.text import Token
+from waypost.filters.text import Token, name_words
 
 _DECADE_WORDS = {
     "twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
@@ -109,12 +109,14 @@ _NUMBER_WORD = re.compile(
     rf"\b(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
 # A duration in words: "half an hour", "an hour and a half", "one and a half days", "an hour"
+# A quantity in words: "half an hour", "an hour and a half", "one and a half days", "half a km", "a kilo"
+_SPOKEN_UNITS = "|".join(sorted((u for u in UNITS if u.isalpha() and len(u) > 1), key=len, reverse=True))
 _SPOKEN_DURATION = re.compile(
     r"\b(?:(?P<half>half)\s+an?\s+|(?P<whole>an?|one|two|three|\d+)\s+(?:(?P<and_half>and\s+a\s+half)\s+)?)"
-    r"(?P<unit>hours?|days?|minutes?)\b(?P<tail>\s+and\s+a\s+half\b)?",
+    rf"(?P<unit>{_SPOKEN_UNITS})\b(?P<tail>\s+and\s+a\s+half\b)?",
     re.IGNORECASE,
 )
-_SCALES = {"hundred": 100.0, "thousand": 1000.0, "million": 1e6}
+_SCALES = {"hundred": 100.0, "thousand": 1000.0, "million": 1e6, "grand": 1000.0}  # "2 grand": $2,000 or €2,000
 _SCALE = re.compile(rf"\s+({'|'.join(_SCALES)})\b", re.IGNORECASE)  # "ten thousand", "2 million"
 # People whose age a phrase may give instead of the item's ("for kids less than 10 years old", "over 65 years
 # old actors")
@@ -260,6 +262,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if scale is not None:  # "10 thousand", "$2 million"
             value *= _SCALES[scale.group(1).lower()]
             end = scale.end()
+            unit = unit or ("grand" if scale.group(1).lower() == "grand" else None)
         if unit is None:
             unit, end = _unit_after(query, end)
         op, at = _prefix_op_before(query, m.start())
@@ -302,6 +305,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
             value = count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
             unit, end = _unit_after(query, end)
+            unit = unit or ("grand" if scale and scale.group(1).lower() == "grand" else None)
             add(NumberPhrase(at, end, [(op, value)], unit))
     for m in _SPOKEN_DURATION.finditer(query):  # "under an hour", "half an hour or less"
         op, at = _prefix_op_before(query, m.start())
@@ -313,7 +317,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
             whole = (m.group("whole") or "0").lower().replace("an", "a")
             value = count(whole) + (0.5 if m.group("half") or m.group("and_half") or m.group("tail") else 0.0)
-            add(NumberPhrase(at, end, [(op, value)], m.group("unit").lower().rstrip("s")))
+            add(NumberPhrase(at, end, [(op, value)], m.group("unit").lower()))
     return sorted(found, key=lambda p: p.start)
 
 
@@ -419,8 +423,27 @@ def bind(
         return None
     found = _conditions(phrase, aliases, chosen, today)
     if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
-        return None  # "the timing belt at 120,000 km" asks about a mileage, not for cars with exactly that one
+        nominal = _nominal(aliases, found) if phrase.unit else None
+        if nominal is None:
+            return None  # "the timing belt at 120,000 km" asks about a mileage, not for cars with exactly that one
+        found = nominal
+    if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _UPPER_LIMIT & set(name_words(chosen)):
+        found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
     return found, named.get(chosen, [])
+
+
+# Name words of a field that holds an upper limit (how many it takes at most): a number said plainly is a minimum
+_UPPER_LIMIT = frozenset({"max", "maximum", "capacity", "sleeps", "limit"})
+
+
+def _nominal(aliases: FieldAliases, found: list[Condition]) -> list[Condition] | None:
+    """A whole number with its unit that no row holds exactly, as the class it names where rows hold numbers
+    just above it: "a 15 inch laptop" is 15 to under 16 (15.6)."""
+    if len(found) != 1 or found[0].op is not Op.EQ or not isinstance(found[0].value, int):
+        return None
+    name, value = found[0].field, found[0].value
+    span = [Condition(name, Op.GTE, value), Condition(name, Op.LT, value + 1)]
+    return span if bool((aliases.catalog.mask(span[0]) & aliases.catalog.mask(span[1])).any()) else None
 
 
 def _straddles(aliases: FieldAliases, name: str, today: date) -> bool:
@@ -465,7 +488,8 @@ def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
 
 def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], year_like: bool) -> str | None:
     """No word names a field: a year goes to a year field, else to the only date field; another number to the
-    only field whose values contain it."""
+    only field whose values contain it, or, where several do and one of them is a price, to the price (a
+    bare amount to compare is most often what something costs)."""
     holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
     if phrase.time_only or year_like:
         numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
@@ -478,6 +502,9 @@ def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], y
             return only_date
         if phrase.time_only or not holding:  # a year outside every field's years: still a year
             return numbers[0] if numbers else only_date
+    money = [n for n in holding if aliases.dimensions.get(n) == "money"]
+    if len(holding) > 1 and len(money) == 1:  # "laptops under 700" (storage_gb holds 700 too): a price
+        return money[0]
     return holding[0] if len(holding) == 1 else None
 
 

@@ -3,8 +3,9 @@
 
 Each phrase gives bounds in years, for a field of years, and the same bounds as days, for a date field.
 "upcoming" and "past" (before a plural noun) say nothing about a field of years ("upcoming movies" is no
-release year), so they bind to date fields only. Calendar phrases without a count ("next month", "this week")
-are the calendar period; phrases with a count or "the" ("the next 30 days", "within the next month") run
+release year), so they bind to date fields only. Calendar phrases without a count ("next month", "last year", "this
+week") are the calendar period, except "last week" and "last month", which run to today (what was listed
+yesterday was listed "last week" too); phrases with a count or "the" ("the next 30 days", "within the next month") run
 from today."""
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ DAYS_PER_MONTH = 30.436875  # a Gregorian month on average ("the last 30 days" o
 RECENT_YEARS = 3  # "recent" means released in this many years before the current one, or later
 WORD_NUMBERS = {
     "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "twelve": 12, "twenty": 20, "few": 3, "couple of": 2,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "few": 3, "couple of": 2,
 }  # fmt: skip
 _COUNT = rf"(\d+|{'|'.join(WORD_NUMBERS)})"
 _UNIT = r"(years?|decades?|months?|weeks?|days?)"
 _MONTHS_PER = {"decade": 120.0, "year": 12.0, "month": 1.0, "week": 7 / DAYS_PER_MONTH, "day": 1 / DAYS_PER_MONTH}
 
 _LAST = re.compile(
-    rf"\b(?:(?:in|over|during|within|from)\s+)?(?:the\s+)?(?:last|past|previous)\s+(?:{_COUNT}\s+)?{_UNIT}\b",
+    rf"\b(?:(?:in|over|during|within|from)\s+)?(the\s+)?(last|past|previous)\s+(?:{_COUNT}\s+)?{_UNIT}\b",
     re.IGNORECASE,
 )
 _NEXT = re.compile(
@@ -70,7 +73,8 @@ def count(text: str) -> float:
 
 
 def _calendar(today: date, unit: str, ahead: int) -> tuple[date, date]:
-    """The first and last day of this (``ahead`` 0) or the next (1) calendar week, month or year."""
+    """The first and last day of this (``ahead`` 0), the next (1) or the last (-1) calendar week, month or
+    year."""
     if unit == "week":
         first = today - timedelta(days=today.weekday()) + timedelta(weeks=ahead)
         return first, first + timedelta(days=6)
@@ -81,6 +85,8 @@ def _calendar(today: date, unit: str, ahead: int) -> tuple[date, date]:
 
 
 def _period(start: int, end: int, first: date, last: date) -> RelativeTime:
+    if (first.month, first.day, last.month, last.day) == (1, 1, 12, 31) and first.year == last.year:
+        return RelativeTime(start, end, ((Op.EQ, first.year),))  # a calendar year: one year, on either field
     return RelativeTime(start, end, ((Op.GTE, first.year), (Op.LTE, last.year)), (first, last))
 
 
@@ -99,8 +105,13 @@ def relative_times(query: str, ok: Callable[[int, int], bool], today: date) -> l
 
     year = today.year
     for m in _LAST.finditer(query):
-        if fine(m.start(), m.end()) and not _OF_AFTER.match(query, m.end()):
-            months = count(m.group(1) or "a") * _MONTHS_PER[m.group(2).lower().rstrip("s")]
+        if not fine(m.start(), m.end()) or _OF_AFTER.match(query, m.end()):
+            continue
+        unit = m.group(4).lower()
+        if m.group(1) is None and m.group(3) is None and unit == "year":  # "last year" is 2024; "last week" rolls
+            add(_period(m.start(), m.end(), *_calendar(today, unit, -1)))
+        else:
+            months = count(m.group(3) or "a") * _MONTHS_PER[unit.rstrip("s")]
             since = months_before(today, months)
             add(RelativeTime(m.start(), m.end(), ((Op.GTE, year - -(-months // 12)),), (since,)))
     for m in _NEXT.finditer(query):

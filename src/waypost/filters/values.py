@@ -62,6 +62,18 @@ def is_code(value: str) -> bool:
     return token.isupper() and len(token) <= 5
 
 
+# Two-letter English words: a two-letter code written in lower case is the code unless it is one of these
+_TWO_LETTER_WORDS = frozenset(
+    "ad ah am an as at aw ax be by do eh go ha he hi hm ho id if in is it me mm my no of oh ok on or ow ox "
+    "pa pi so to uh um un up us we ya ye yo".split()
+)
+
+
+def _two(token: str) -> bool:
+    """A two-letter token in lower case that is no English word ("hp", "lg"): a code in any case."""
+    return len(token) == 2 and token.isalpha() and token.islower() and token not in _TWO_LETTER_WORDS
+
+
 def _case_blind(value: str) -> bool:
     """A short code that may match in any case: letters and digits together ("a4" is "A4"), unlike "R"."""
     return bool(re.search(r"\d", value)) and bool(re.search(r"[^\W\d_]", value))
@@ -239,7 +251,7 @@ class ValueIndex:
             token = m.group(0)
             for name, counts, shared in fields:
                 for value in shared.codes.get(token.casefold(), ()):
-                    if value in counts and (len(value) > 2 or token == value or _case_blind(value)):
+                    if value in counts and (len(value) > 2 or token == value or _case_blind(value) or _two(token)):
                         out.append((m, name, value))
                 if name in self.place_fields and token.isupper():  # "the US", "U.S." (its final dot left out)
                     out.extend((m, name, v) for v in shared.abbreviations.get(token, ()) if v in counts)
