@@ -422,13 +422,13 @@ def bind(
     if chosen is None:
         return None
     found = _conditions(phrase, aliases, chosen, today)
+    if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _UPPER_LIMIT & set(name_words(chosen)):
+        found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
     if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
         nominal = _nominal(aliases, found) if phrase.unit else None
         if nominal is None:
             return None  # "the timing belt at 120,000 km" asks about a mileage, not for cars with exactly that one
         found = nominal
-    if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _UPPER_LIMIT & set(name_words(chosen)):
-        found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
     return found, named.get(chosen, [])
 
 

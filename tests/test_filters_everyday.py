@@ -1,0 +1,178 @@
+"""Filter extraction of everyday phrasings on two more invented catalogues (concerts, monitors): dates without a
+year, time ahead of today, counts of people, durations and amounts in words, countries by their other names,
+"free", flags named loosely, one field's values said as codes and as words, nominal sizes and bare amounts."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from tests.filter_corpora import TODAY, Expected, bicycles, extractor_of, found, people
+from waypost.filters.extract import FilterExtractor
+
+CITIES = {"Lisbon": "Portugal", "Madrid": "Spain", "Berlin": "Germany", "Toronto": "Canada",
+          "Chicago": "United States", "Mumbai": "India"}  # fmt: skip
+
+
+def concerts() -> list[dict[str, Any]]:
+    rng = random.Random(38)
+    organisers = people(rng, 150)
+    genres = ["Jazz", "Rock", "Folk", "Electronic", "Classical", "Hip Hop"]
+    out = []
+    for i in range(240):
+        city = list(CITIES)[i % 6]
+        out.append(
+            {
+                "city": city,
+                "country": CITIES[city],
+                "start_date": (TODAY - timedelta(days=400) + timedelta(days=i * 3)).isoformat(),
+                "ticket_eur": 0 if i % 9 == 0 else 15 + (i * 7) % 120,
+                "capacity": 80 + (i * 37) % 4000,
+                "set_minutes": 45 + (i * 5) % 150,
+                "organiser": organisers[i % 150],
+                "genres": sorted({genres[i % 6], genres[(i * 5 + 1) % 6]}),
+                "dogs_allowed": i % 4 == 0,
+                "merch_included": "yes" if i % 3 else "no",
+                "ticketed": i % 9 != 0,
+            }
+        )
+    return out
+
+
+def monitors() -> list[dict[str, Any]]:
+    brands = ["LG", "HP", "AOC", "Dell", "Asus", "BenQ"]
+    return [
+        {
+            "brand": brands[i % 6],
+            "screen_inches": [23.8, 24.5, 27.0, 31.5, 34.0][(i * 7) % 5],
+            "price_usd": 120 + (i * 53) % 1400,
+            "brightness_nits": 250 + (i * 31) % 751,
+            "curved": i % 2 == 0,
+            "speakers_included": "yes" if i % 3 == 0 else "no",
+        }
+        for i in range(120)
+    ]
+
+
+@pytest.fixture(scope="module")
+def shows() -> FilterExtractor:
+    return extractor_of(concerts())
+
+
+@pytest.fixture(scope="module")
+def screens() -> FilterExtractor:
+    return extractor_of(monitors())
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("concerts before 15 July", {("start_date", "lt", "2025-07-15")}),
+        ("concerts in August", {("start_date", "eq", "2025-08")}),
+        ("concerts since march", {("start_date", "gte", "2025-03")}),
+        ("concerts from March to May", {("start_date", "gte", "2025-03"), ("start_date", "lte", "2025-05")}),
+        ("between 1 September and 30 November 2025", {("start_date", "gte", "2025-09-01"),
+                                                      ("start_date", "lte", "2025-11-30")}),
+        ("concerts between march and may last year", {("start_date", "gte", "2024-03"),
+                                                      ("start_date", "lte", "2024-05")}),
+        ("concerts last year", {("start_date", "eq", 2024)}),
+        ("concerts in the next 30 days", {("start_date", "gte", "2025-06-01"), ("start_date", "lte", "2025-07-01")}),
+        ("concerts next month", {("start_date", "gte", "2025-07-01"), ("start_date", "lte", "2025-07-31")}),
+        ("upcoming jazz concerts", {("start_date", "gte", "2025-06-01"), ("genres", "eq", "Jazz")}),
+        ("past concerts in Lisbon", {("start_date", "lt", "2025-06-01"), ("city", "eq", "Lisbon")}),
+        ("bands that may be touring", set()),  # "may" the verb
+    ],
+)  # fmt: skip
+def test_dates_without_a_year_and_time_ahead(shows: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(shows, query) == expected
+
+
+def test_upcoming_names_no_field_where_nothing_is_upcoming() -> None:
+    """Every bike was listed before today: "upcoming" cannot be about the listing date."""
+    assert found(extractor_of(bicycles()), "upcoming carbon bikes") == {("frame", "eq", "Carbon")}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("venues for fewer than 200 people", {("capacity", "lt", 200)}),
+        ("concerts with at least 500 seats", {("capacity", "gte", 500)}),
+        ("a concert for 300 people", {("capacity", "gte", 300)}),  # a capacity holds at least that many
+        ("sets under an hour", {("set_minutes", "lt", 60)}),
+        ("sets of half an hour or less", {("set_minutes", "lte", 30)}),
+        ("sets shorter than an hour and a half", {("set_minutes", "lt", 90)}),
+        ("tickets under fifty euros", {("ticket_eur", "lt", 50)}),
+        ("concerts under a hundred", {("ticket_eur", "lt", 100)}),  # capacity and minutes hold 100 too: a price
+    ],
+)  # fmt: skip
+def test_counts_durations_and_amounts_in_words(shows: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(shows, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Canadian jazz concerts", {("country", "eq", "Canada"), ("genres", "eq", "Jazz")}),
+        ("concerts in the US", {("country", "eq", "United States")}),
+        ("American rock concerts", {("country", "eq", "United States"), ("genres", "eq", "Rock")}),
+        ("show us folk concerts", {("genres", "eq", "Folk")}),  # "us" is no country
+        ("free concerts in Berlin", {("ticket_eur", "eq", 0), ("city", "eq", "Berlin")}),
+        ("feel free to list rock concerts", {("genres", "eq", "Rock")}),
+        ("dog-friendly concerts", {("dogs_allowed", "eq", True)}),
+        ("concerts where dogs are not allowed", {("dogs_allowed", "eq", False)}),
+        ("jazz with merch", {("genres", "eq", "Jazz"), ("merch_included", "eq", "yes")}),
+        ("rock concerts without merch", {("genres", "eq", "Rock"), ("merch_included", "eq", "no")}),
+        ("unticketed folk concerts", {("ticketed", "eq", False), ("genres", "eq", "Folk")}),
+        ("anywhere but Berlin", {("city", "ne", "Berlin")}),
+    ],
+)  # fmt: skip
+def test_places_free_and_loosely_named_flags(shows: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(shows, query) == expected
+
+
+def test_an_organiser_excluded_by_a_passive_verb(shows: FilterExtractor) -> None:
+    name = concerts()[5]["organiser"]
+    assert found(shows, f"jazz concerts not organised by {name}") == {
+        ("organiser", "ne", name),
+        ("genres", "eq", "Jazz"),
+    }
+
+
+def test_country_names_only_on_a_field_of_countries() -> None:
+    """ "Turkey" among ingredients gives no other names; a field of countries does."""
+    kitchen = extractor_of(
+        [{"ingredient": ["Turkey", "Rice", "Beans", "Chicken"][i % 4], "origin": ["Peru", "Italy", "India"][i % 3]}
+         for i in range(24)]
+    )  # fmt: skip
+    assert found(kitchen, "Italian dishes") == {("origin", "eq", "Italy")}
+    assert found(kitchen, "turkey dishes") == {("ingredient", "eq", "Turkey")}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("LG or Dell monitors", {("brand", "in", ("Dell", "LG"))}),
+        ("Asus or HP", {("brand", "in", ("Asus", "HP"))}),
+        ("the cheapest hp monitor", {("brand", "eq", "HP")}),  # two letters, no English word: the code
+        ("monitors w/o speakers", {("speakers_included", "eq", "no")}),
+        ("monitors under 700", {("price_usd", "lt", 700)}),  # brightness_nits holds 700 too: the price
+        ("below 1 grand", {("price_usd", "lt", 1000)}),
+        ("27 inch monitors", {("screen_inches", "eq", 27)}),
+        ("a 24 inch monitor", {("screen_inches", "gte", 24), ("screen_inches", "lt", 25)}),  # 24.5 is "24 inch"
+        ("a 25 inch monitor", set()),  # no size from 25 to under 26
+    ],
+)  # fmt: skip
+def test_codes_and_words_of_one_field_and_nominal_sizes(
+    screens: FilterExtractor, query: str, expected: Expected
+) -> None:
+    assert found(screens, query) == expected
+
+
+def test_a_shared_word_names_the_field_it_ends() -> None:
+    stays = extractor_of([{"guest_rating": round(1 + i % 40 / 10, 1), "max_guests": 1 + i % 8} for i in range(80)])
+    assert found(stays, "for 4 guests") == {("max_guests", "gte", 4)}
+    assert found(stays, "room for 4 people") == {("max_guests", "gte", 4)}
+    assert found(stays, "guest rating 4+") == {("guest_rating", "gte", 4)}
