@@ -52,6 +52,19 @@ def test_llm_filters_are_used_when_valid(setup: tuple[Engine, FaultServer]) -> N
     assert "country: text" in prompt and "year: number from 2009 to 2020" in prompt
 
 
+def test_llm_exclusions_are_checked_and_used(setup: tuple[Engine, FaultServer]) -> None:
+    engine, srv = setup
+    srv.reply = json.dumps({"filters": [{"field": "country", "op": "ne", "value": "spain"}], "query": "documentary"})
+    result = engine.collection("films").retrieve("a documentary not from Spain", "metadata", k=5)
+    assert sorted(h.document_id for h in result.hits) == ["a", "b"]
+    assert result.explanation.filters == "country != 'Spain'"
+    assert "ne|nin" in srv.requests[0]["messages"][0]["content"]  # type: ignore[index]
+    srv.reply = json.dumps({"filters": [{"field": "country", "op": "ne", "value": ["Spain", "India"]}], "query": ""})
+    result = engine.collection("films").retrieve("movies not from Spain", "metadata", k=5)
+    assert result.metadata.fallbacks and "takes one value" in result.metadata.fallbacks[0]
+    assert result.explanation.filters == "(type = 'Movie' AND country != 'Spain')"  # the rule-based extractor's
+
+
 def test_invalid_llm_filters_fall_back_to_rules(setup: tuple[Engine, FaultServer]) -> None:
     engine, srv = setup
     srv.reply = json.dumps({"filters": [{"field": "country", "op": "eq", "value": "Atlantis"}], "query": ""})

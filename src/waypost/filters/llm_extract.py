@@ -22,7 +22,7 @@ from waypost.llm.structured import complete_structured
 
 class FilterSpec(BaseModel):
     field: str
-    op: Literal["eq", "in", "gt", "gte", "lt", "lte"]
+    op: Literal["eq", "in", "ne", "nin", "gt", "gte", "lt", "lte"]
     value: str | int | float | list[str | int | float]
 
 
@@ -67,8 +67,9 @@ class LLMFilterExtractor:
     def messages(self, query: str) -> list[Message]:
         system = (
             "You turn a search request into metadata filters. Fields:\n" + self.schema_text() + "\n"
-            'Reply with JSON only: {"filters": [{"field": "...", "op": "eq|in|gt|gte|lt|lte", "value": ...}], '
-            '"query": "the words of the request that are not filters"}. Use only the fields and values listed.'
+            'Reply with JSON only: {"filters": [{"field": "...", "op": "eq|in|ne|nin|gt|gte|lt|lte", "value": ...}], '
+            '"query": "the words of the request that are not filters"}. Use only the fields and values listed; '
+            'ne and nin exclude values ("not from Spain": country ne Spain).'
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": query}]
 
@@ -89,10 +90,12 @@ class LLMFilterExtractor:
                     raise InvalidExtraction(f"{spec.field} needs numbers, got {spec.value!r}")
             else:
                 known = {k.casefold(): k for k in index.values(spec.field)}
-                if op not in (Op.EQ, Op.IN) or any(str(v).casefold() not in known for v in values):
+                if op not in (Op.EQ, Op.IN, Op.NE, Op.NIN) or any(str(v).casefold() not in known for v in values):
                     raise InvalidExtraction(f"{spec.field} has no value {spec.value!r}")
                 values = [known[str(v).casefold()] for v in values]
-            value = values if op is Op.IN else values[0]
+            if op not in (Op.IN, Op.NIN) and len(values) != 1:
+                raise InvalidExtraction(f"{spec.field} {op.value} takes one value, got {spec.value!r}")
+            value = values if op in (Op.IN, Op.NIN) else values[0]
             conds.append(Condition(spec.field, op, value))
         return conds
 
