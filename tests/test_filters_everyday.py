@@ -176,3 +176,10 @@ def test_a_shared_word_names_the_field_it_ends() -> None:
     assert found(stays, "for 4 guests") == {("max_guests", "gte", 4)}
     assert found(stays, "room for 4 people") == {("max_guests", "gte", 4)}
     assert found(stays, "guest rating 4+") == {("guest_rating", "gte", 4)}
+
+
+def test_a_word_of_permission_names_a_value_with_another() -> None:
+    stays = extractor_of([{"amenities": [["Pets allowed", "Wifi"], ["Wifi"], ["Parking"]][i % 3]} for i in range(30)])
+    assert found(stays, "pet friendly places") == {("amenities", "eq", "Pets allowed")}
+    assert found(stays, "pets welcome") == {("amenities", "eq", "Pets allowed")}
+    assert found(stays, "places with parking") == {("amenities", "eq", "Parking")}

@@ -32,8 +32,10 @@ from waypost.filters.numbers import NumberPhrase, bind, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
     DEFAULT_SYNONYMS,
+    PERMISSION_STEMS,
     Token,
     name_words,
+    permission_folded,
     stop_stems,
     tokenize,
 )
@@ -78,8 +80,6 @@ _NEXT_WORD = re.compile(
     r"[\s-]+(\w+)(?=\s*(?:$|[,.;:!?)]|\s(?:and|or|with|for|in|on|under|over|from|by|that|which|at|to|of|than)\b))",
     re.IGNORECASE,
 )  # not "a chain drive train", "Velora brand story", "director's cut"
-# Words that grant a permission; a flag named with one ("pets_allowed") is named by any of them
-PERMISSION_STEMS = frozenset({"allow", "permit", "friend", "welcom", "accept", "ok", "okay"})
 
 
 # Words of a flag's name that only qualify the thing it names: "breakfast_included" is named by "breakfast",
@@ -331,7 +331,7 @@ class FilterExtractor:
             if inner & {"or", "nor"}:  # "heated seats or leather seats" holds two values, not one
                 continue
             stems = [t.norm for t in window if t.norm not in stop]
-            content = frozenset(s for s in stems if s not in self.kind_words)
+            content = frozenset(s for s in permission_folded(stems) if s not in self.kind_words)
             kinds = frozenset(s for s in stems if s in self.kind_words)
             form = self._best(content, kinds, window, functools.partial(self._names_match, query, tokens, i, j))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values

@@ -57,6 +57,15 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+# Stems of words that grant a permission: one of them stands for any other ("pet friendly", "Pets allowed")
+PERMISSION_STEMS = frozenset({"allow", "permit", "friend", "welcom", "accept", "ok", "okay"})
+
+
+def permission_folded(stems: list[str]) -> list[str]:
+    """``stems`` with every word of permission as "allow"."""
+    return ["allow" if s in PERMISSION_STEMS else s for s in stems]
+
+
 @lru_cache(maxsize=1)
 def stop_stems() -> frozenset[str]:
     """Stopwords and topic markers, as stems and as words (comparable with token norms)."""

@@ -24,7 +24,7 @@ from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
 from waypost.filters.places import PLACE_FIELD_MIN, other_names
-from waypost.filters.text import Token, folded_words, stem_word_lists, stems, stop_stems
+from waypost.filters.text import Token, folded_words, permission_folded, stem_word_lists, stems, stop_stems
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
@@ -139,7 +139,7 @@ class _FieldValues:
         self._add_places(values, synonyms, kind_words)
         split = [folded_words(value, synonyms) for value in values]
         for value, words, norms in zip(values, split, stem_word_lists(split), strict=True):
-            content_stems = [s for s in norms if s not in stop]
+            content_stems = permission_folded([s for s in norms if s not in stop])
             kinds = frozenset(s for s in content_stems if s in kind_words)
             content = frozenset(s for s in content_stems if s not in kind_words)
             if not content and not kinds:
