@@ -163,6 +163,8 @@ def test_country_names_only_on_a_field_of_countries() -> None:
         ("27 inch monitors", {("screen_inches", "eq", 27)}),
         ("a 24 inch monitor", {("screen_inches", "gte", 24), ("screen_inches", "lt", 25)}),  # 24.5 is "24 inch"
         ("a 25 inch monitor", set()),  # no size from 25 to under 26
+        ("cheap AOCs", {("brand", "eq", "AOC")}),  # a code's plural
+        ("twenty seven inch screens", set()),  # "seven inch" alone is no size any row has
     ],
 )  # fmt: skip
 def test_codes_and_words_of_one_field_and_nominal_sizes(
@@ -183,3 +185,9 @@ def test_a_word_of_permission_names_a_value_with_another() -> None:
     assert found(stays, "pet friendly places") == {("amenities", "eq", "Pets allowed")}
     assert found(stays, "pets welcome") == {("amenities", "eq", "Pets allowed")}
     assert found(stays, "places with parking") == {("amenities", "eq", "Parking")}
+
+
+def test_a_count_in_words_with_its_unit() -> None:
+    drives = extractor_of([{"storage_gb": [256, 512, 1000, 2000][i % 4], "price_usd": 300 + i * 40} for i in range(40)])
+    assert found(drives, "two terabytes of storage") == {("storage_gb", "eq", 2000)}
+    assert found(drives, "two laptops for my kids") == set()  # a count without a unit names nothing

@@ -302,11 +302,13 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         op, at = _prefix_op_before(query, m.start())
         scale = _SCALE.match(query, m.end())
         end = scale.end() if scale else m.end()
-        if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
-            value = count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
-            unit, end = _unit_after(query, end)
-            unit = unit or ("grand" if scale and scale.group(1).lower() == "grand" else None)
-            add(NumberPhrase(at, end, [(op, value)], unit))
+        value = count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
+        unit, after = _unit_after(query, end)
+        unit = unit or ("grand" if scale and scale.group(1).lower() == "grand" else None)
+        if isinstance(op, Op) and op is not Op.EQ and ok(at, after):
+            add(NumberPhrase(at, after, [(op, value)], unit))
+        elif op is None and unit is not None and ok(m.start(), after):  # "two terabytes": as "2 terabytes"
+            add(NumberPhrase(m.start(), after, [(Op.EQ, value)], unit, bare=True))
     for m in _SPOKEN_DURATION.finditer(query):  # "under an hour", "half an hour or less"
         op, at = _prefix_op_before(query, m.start())
         suffix = _SUFFIX.match(query[m.end() :])

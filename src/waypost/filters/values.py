@@ -69,6 +69,12 @@ _TWO_LETTER_WORDS = frozenset(
 )
 
 
+def _plural_code(token: str) -> bool:
+    """A code in capitals with a lower-case "s" added: "SUVs", "B&Bs", "PCs" (not "Bus", "OKs" stays "OKs")."""
+    stem = token[:-1]
+    return len(stem) >= 2 and token.endswith("s") and stem.upper() == stem and any(c.isalpha() for c in stem)
+
+
 def _two(token: str) -> bool:
     """A two-letter token in lower case that is no English word ("hp", "lg"): a code in any case."""
     return len(token) == 2 and token.isalpha() and token.islower() and token not in _TWO_LETTER_WORDS
@@ -249,6 +255,8 @@ class ValueIndex:
         ]
         for m in _CODE_TOKEN.finditer(query):
             token = m.group(0)
+            if _plural_code(token):  # "B&Bs", "SUVs": the code's plural
+                token = token[:-1]
             for name, counts, shared in fields:
                 for value in shared.codes.get(token.casefold(), ()):
                     if value in counts and (len(value) > 2 or token == value or _case_blind(value) or _two(token)):
