@@ -191,3 +191,10 @@ def test_a_count_in_words_with_its_unit() -> None:
     drives = extractor_of([{"storage_gb": [256, 512, 1000, 2000][i % 4], "price_usd": 300 + i * 40} for i in range(40)])
     assert found(drives, "two terabytes of storage") == {("storage_gb", "eq", 2000)}
     assert found(drives, "two laptops for my kids") == set()  # a count without a unit names nothing
+
+
+def test_a_flag_whose_name_runs_two_words_together() -> None:
+    shop = extractor_of([{"touchscreen": i % 2 == 0, "brand": ["Razer", "MSI", "Acer"][i % 3]} for i in range(30)])
+    assert found(shop, "Razer without a touch screen") == {("brand", "eq", "Razer"), ("touchscreen", "eq", False)}
+    assert found(shop, "touch-screen laptops") == {("touchscreen", "eq", True)}
+    assert found(shop, "a touch of screen glare") == set()

@@ -268,9 +268,16 @@ class FilterExtractor:
     def _booleans(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
         """A true/false field whose name words all appear ("in stock" -> in_stock = true; "out of stock",
         "not in stock" -> false)."""
-        tokens = tokenize(query, {})
+        words_of_query = tokenize(query, {})
+        pairs = [  # two words written apart that a flag's name runs together ("touch screen": touchscreen)
+            Token(_stem(a.word + b.word), a.start, b.end, a.capital, a.word + b.word)
+            for a, b in itertools.pairwise(words_of_query)
+            if re.fullmatch(r"[\s-]", query[a.end : b.start])
+        ]
         for name, words in self.values.boolean_words.items():
             said = _flag_words(words)
+            joined = [p for p in pairs if p.norm in said]
+            tokens = sorted([*words_of_query, *joined], key=lambda t: t.start) if joined else words_of_query
             hits = [i for i, t in enumerate(tokens) if _as_flag_word(t.norm, said) in said and free(t.start, t.end)]
             if {_as_flag_word(tokens[i].norm, said) for i in hits} != said:
                 continue
