@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.model import And, Condition, Filter, Op, all_of
-from waypost.filters.numbers import NumberPhrase, bind, find_phrases
+from waypost.filters.numbers import NumberPhrase, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
     DEFAULT_SYNONYMS,

@@ -1,25 +1,20 @@
-"""Numbers, ranges, comparisons, decades and relative years in a query, bound to the fields they talk about.
+"""Numbers, ranges, comparisons, decades and relative years in a query, as phrases (``find_phrases``).
 
 "8.5 or more" is >= 8.5, "above 79" is > 79, "no longer than 120 min" is <= 120, "between 1990 and 1995"
-and "1990-1995" include both ends, "the 2010s" is 2010..2019, "in the last 5 years" is >= this year - 5.
-Each phrase binds to the field that nearby words name (``FieldAliases``), else, for a phrase with a
-comparison or a year, to the only field whose values contain the number; a bare number ("Apollo 13",
-"top 10") binds only to a field named right beside it ("2 seasons", "rated 8").
+and "1990-1995" include both ends, "the 2010s" is 2010..2019, "in the last 5 years" is >= this year - 5,
+"under an hour" is < 1 hour. ``waypost.filters.binding`` binds each phrase to the field it talks about.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 
-from waypost.filters.dates import EPOCH_ORDINAL
-from waypost.filters.fields import OTHER_READING, UNITS, FieldAliases
-from waypost.filters.model import Condition, Op
+from waypost.filters.fields import UNITS
+from waypost.filters.model import Op
 from waypost.filters.relative import WORD_NUMBERS, count, months_before, relative_times
-from waypost.filters.text import Token, name_words
 
 _DECADE_WORDS = {
     "twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
@@ -328,201 +323,3 @@ def _between(query: str, start: int) -> int:
     text, offset = _lookback(query, start)
     m = re.search(r"\bbetween\s+(?:the\s+years\s+)?$", text, re.IGNORECASE)
     return m.start() + offset if m else -1
-
-
-_RATE = frozenset("a an per each every".split())
-_BOUNDARY = frozenset("with and but or that which who whose while where".split())
-Free = Callable[[int, int], bool]
-
-
-def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -> list[tuple[Token, int]]:
-    """Words naming the phrase's field: its own, up to four before and three after, within its clause.
-    ``tokens`` are ``tokenize(query, {})``: in text order, their starts and ends both non-decreasing."""
-    # bisect instead of scanning every token: a long query has many phrases
-    first_after = bisect.bisect_left(tokens, phrase.end, key=lambda t: t.start)
-    first_inside = bisect.bisect_left(tokens, phrase.start, key=lambda t: t.start)
-    ends_before = bisect.bisect_right(tokens, phrase.start, key=lambda t: t.end)
-    quiet = phrase.quiet or (0, 0)
-    inside = [
-        (t, 0) for t in tokens[first_inside:first_after] if t.end <= phrase.end and not (quiet[0] <= t.start < quiet[1])
-    ]
-    before = tokens[max(0, ends_before - 4) : ends_before][::-1]
-    after = tokens[first_after : first_after + 3]
-    out = list(inside)
-    for side, edge in ((before, phrase.start), (after, phrase.end)):
-        for dist, t in enumerate(side):
-            gap = query[min(edge, t.end) : max(edge, t.start)]
-            word = query[t.start : t.end].lower()
-            if not free(t.start, t.end) or "," in gap or ";" in gap or word in _BOUNDARY:
-                break
-            if side is after and word in _RATE:  # "90,000 a year": a rate's period names no field
-                break
-            out.append((t, dist))
-            edge = t.start if side is before else t.end
-    return out
-
-
-def bind(
-    query: str, phrase: NumberPhrase, aliases: FieldAliases, tokens: list[Token], free: Free, today: date
-) -> tuple[list[Condition], list[Token]] | None:
-    """The conditions a phrase means and the words that named its field; ``None``: not a filter."""
-    unit = (phrase.unit or "").lower()
-    other = OTHER_READING.get(unit)
-    if other is not None and UNITS[unit][0] not in aliases.dimensions.values():
-        phrase = replace(phrase, unit=other)
-    if phrase.age is not None:  # "under 5 years old" is about a field of ages when the collection has one
-        ages = [
-            n
-            for n in aliases.names
-            if n not in aliases.time_fields
-            and aliases.catalog.field_kind(n) == "number"
-            and aliases.word_weights("age").get(n, 0.0) >= 3
-        ]
-        if len(ages) == 1:
-            return [Condition(ages[0], phrase.age[0], int(phrase.age[1]))], []
-    year_like = phrase.value.is_integer() and 1000 <= phrase.value <= 2999
-    unfit = {n for n in aliases.names if not _fits(phrase, aliases, n)}
-    allowed = [
-        n
-        for n in aliases.names
-        if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
-        and n not in unfit
-        and (not phrase.dates_only or _straddles(aliases, n, today))
-    ]
-    words = _window(query, tokens, phrase, free)
-    if phrase.bare:  # only the word right beside the number may name the field
-        words = [(t, d) for t, d in words if d == 0 and (t.end <= phrase.start + 1 or t.start >= phrase.end - 1)]
-        words = [w for w in words if not query[w[0].start : w[0].end].replace(".", "").isdigit()]
-    scores: dict[str, float] = {}
-    named: dict[str, list[Token]] = {}
-    named_unfit = False  # a word names a field the phrase cannot be about ("30 years" and a year field)
-    for t, dist in words:
-        for name, weight in aliases.word_weights(query[t.start : t.end]).items():
-            named_unfit |= name in unfit
-            if name in allowed:
-                scores[name] = scores.get(name, 0.0) + weight * (1 - 0.15 * dist)
-                if weight >= 3 or dist == 0:  # a word of the field's own name, or right beside the number
-                    named.setdefault(name, []).append(t)
-    if phrase.unit:
-        for name in allowed:
-            w = aliases.unit_weight(phrase.unit, name)
-            if w:
-                scores[name] = scores.get(name, 0.0) + w
-    chosen: str | None = None
-    if scores:
-        total = {n: scores.get(n, 0.0) + _plausible(phrase, aliases, n) for n in allowed}
-        best = max(total.values())
-        tied = [n for n in allowed if total[n] == best]
-        if best <= 0:  # every field a word named is far from this number
-            chosen = None
-        elif len(tied) == 1:
-            chosen = tied[0]
-        elif all(n in aliases.time_fields for n in tied):  # a year field before a date field
-            chosen = min(tied, key=aliases.time_fields.index)
-    elif not phrase.bare and phrase.unit is None and not named_unfit:  # "10%" names no field by its value
-        chosen = _by_range(phrase, aliases, allowed, year_like)
-    if chosen is None:
-        return None
-    found = _conditions(phrase, aliases, chosen, today)
-    if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _UPPER_LIMIT & set(name_words(chosen)):
-        found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
-    if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
-        nominal = _nominal(aliases, found) if phrase.unit else None
-        if nominal is None:
-            return None  # "the timing belt at 120,000 km" asks about a mileage, not for cars with exactly that one
-        found = nominal
-    return found, named.get(chosen, [])
-
-
-# Name words of a field that holds an upper limit (how many it takes at most): a number said plainly is a minimum
-_UPPER_LIMIT = frozenset({"max", "maximum", "capacity", "sleeps", "limit"})
-
-
-def _nominal(aliases: FieldAliases, found: list[Condition]) -> list[Condition] | None:
-    """A whole number with its unit that no row holds exactly, as the class it names where rows hold numbers
-    just above it: "a 15 inch laptop" is 15 to under 16 (15.6)."""
-    if len(found) != 1 or found[0].op is not Op.EQ or not isinstance(found[0].value, int):
-        return None
-    name, value = found[0].field, found[0].value
-    span = [Condition(name, Op.GTE, value), Condition(name, Op.LT, value + 1)]
-    return span if bool((aliases.catalog.mask(span[0]) & aliases.catalog.mask(span[1])).any()) else None
-
-
-def _straddles(aliases: FieldAliases, name: str, today: date) -> bool:
-    """A date field with days both before and after today: where nothing is upcoming (a catalogue's
-    "date added"), "upcoming" names no field."""
-    rng = aliases.catalog.date_range(name) if aliases.catalog.field_kind(name) == "date" else None
-    return rng is not None and rng[0] < float(today.toordinal() - EPOCH_ORDINAL) < rng[1]
-
-
-def _held(aliases: FieldAliases, found: list[Condition]) -> bool:
-    """Whether some row holds what equality conditions ask for (an equality no row meets is no filter)."""
-    return all(c.op is not Op.EQ or bool(aliases.catalog.mask(c).any()) for c in found)
-
-
-def _fits(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> bool:
-    """Whether the phrase can be about the field at all: a field of calendar years or dates takes only years
-    ("by the age of 14 years" is no release year), and a unit of one dimension never binds to a field of
-    another ("40 mg" is no runtime, "85%" no duration); currencies are not converted, so "90 euros" is no
-    ``price_usd``."""
-    years = all(float(v).is_integer() and 1000 <= v <= 2999 for _op, v in phrase.bounds)
-    if name in aliases.time_fields and not phrase.time_only and not years:
-        return False
-    found = UNITS.get(phrase.unit.lower()) if phrase.unit else None
-    if found is None:
-        return True
-    own_unit = aliases.units.get(name)
-    if own_unit is not None and found[0].startswith("money:") and own_unit[0] != found[0]:
-        return False
-    own = aliases.dimensions.get(name)
-    return own is None or found[0].split(":")[0] == own
-
-
-def _plausible(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
-    """+1.5 when the field holds the number, -4 when the number is far outside everything it holds."""
-    value = _in_unit(phrase, aliases, name)
-    return 1.5 if aliases.contains(name, value) else -4.0 if aliases.far_outside(name, value) else 0.0
-
-
-def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
-    return aliases.convert(phrase.value, phrase.unit, name)
-
-
-def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], year_like: bool) -> str | None:
-    """No word names a field: a year goes to a year field, else to the only date field; another number to the
-    only field whose values contain it, or, where several do and one of them is a price, to the price (a
-    bare amount to compare is most often what something costs)."""
-    holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
-    if phrase.time_only or year_like:
-        numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
-        dates = aliases.catalog.date_fields()
-        only_date = dates[0] if len(dates) == 1 and dates[0] in allowed else None
-        for name in numbers:
-            if aliases.contains(name, phrase.value):
-                return name
-        if only_date is not None and aliases.contains(only_date, phrase.value):
-            return only_date
-        if phrase.time_only or not holding:  # a year outside every field's years: still a year
-            return numbers[0] if numbers else only_date
-    money = [n for n in holding if aliases.dimensions.get(n) == "money"]
-    if len(holding) > 1 and len(money) == 1:  # "laptops under 700" (storage_gb holds 700 too): a price
-        return money[0]
-    return holding[0] if len(holding) == 1 else None
-
-
-def _conditions(phrase: NumberPhrase, aliases: FieldAliases, name: str, today: date) -> list[Condition]:
-    is_date = aliases.catalog.field_kind(name) == "date"
-    is_time = name in aliases.time_fields
-    out: list[Condition] = []
-    for op, raw in phrase.bounds:
-        value: int | float | str = aliases.convert(raw, phrase.unit, name)
-        if not isinstance(op, Op):  # "older than 1990" is before it; "older than 10" (an age) is above it
-            op = {"older": (Op.LT, Op.GT), "or older": (Op.LTE, Op.GTE), "not older": (Op.GTE, Op.LTE)}[op][
-                0 if is_time else 1
-            ]
-        if is_date and phrase.dates:
-            value = phrase.dates[len(out)].isoformat()
-        elif isinstance(value, float) and value.is_integer():
-            value = int(value)
-        out.append(Condition(name, op, value))
-    return out
