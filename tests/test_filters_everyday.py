@@ -105,7 +105,8 @@ def test_upcoming_names_no_field_where_nothing_is_upcoming() -> None:
         ("sets of half an hour or less", {("set_minutes", "lte", 30)}),
         ("sets shorter than an hour and a half", {("set_minutes", "lt", 90)}),
         ("tickets under fifty euros", {("ticket_eur", "lt", 50)}),
-        ("concerts under a hundred", {("ticket_eur", "lt", 100)}),  # capacity and minutes hold 100 too: a price
+        ("tickets under a hundred", {("ticket_eur", "lt", 100)}),
+        ("concerts under a hundred", set()),  # some sets last exactly 100 minutes: which field is unclear
     ],
 )  # fmt: skip
 def test_counts_durations_and_amounts_in_words(shows: FilterExtractor, query: str, expected: Expected) -> None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import date
 
 from waypost.filters.dates import EPOCH_ORDINAL
-from waypost.filters.fields import OTHER_READING, UNITS, FieldAliases
+from waypost.filters.fields import OTHER_READING, PEOPLE_CONCEPT, UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
 from waypost.filters.numbers import NumberPhrase
 from waypost.filters.text import Token, name_words
@@ -59,6 +59,8 @@ def bind(
     other = OTHER_READING.get(unit)
     if other is not None and UNITS[unit][0] not in aliases.dimensions.values():
         phrase = replace(phrase, unit=other)
+    if phrase.person_age:  # "courses for people over 16": a person's age, which no field of the item is
+        return None
     if phrase.age is not None:  # "under 5 years old" is about a field of ages when the collection has one
         ages = [
             n
@@ -77,6 +79,7 @@ def bind(
         if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
         and n not in unfit
         and (not phrase.dates_only or _straddles(aliases, n, today))
+        and (phrase.reaches is None or _reaches(aliases, n, phrase.reaches))
     ]
     words = _window(query, tokens, phrase, free)
     if phrase.bare:  # only the word right beside the number may name the field
@@ -113,7 +116,7 @@ def bind(
     if chosen is None:
         return None
     found = _conditions(phrase, aliases, chosen, today)
-    if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _UPPER_LIMIT & set(name_words(chosen)):
+    if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _holds_at_most(aliases, chosen):
         found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
     if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
         nominal = _nominal(aliases, found) if phrase.unit else None
@@ -123,8 +126,13 @@ def bind(
     return found, named.get(chosen, [])
 
 
-# Name words of a field that holds an upper limit (how many it takes at most): a number said plainly is a minimum
-_UPPER_LIMIT = frozenset({"max", "maximum", "capacity", "sleeps", "limit"})
+# Name words of a field that holds how many people something takes at most: a number said plainly is a minimum
+_UPPER_LIMIT = frozenset({"max", "maximum", "capacity", "sleeps"})
+
+
+def _holds_at_most(aliases: FieldAliases, name: str) -> bool:
+    """A field of how many people something takes at most (max_guests, capacity; not speed_limit, max_temp)."""
+    return bool(_UPPER_LIMIT & set(name_words(name))) and PEOPLE_CONCEPT in aliases.concepts.get(name, set())
 
 
 def _nominal(aliases: FieldAliases, found: list[Condition]) -> list[Condition] | None:
@@ -142,6 +150,16 @@ def _straddles(aliases: FieldAliases, name: str, today: date) -> bool:
     "date added"), "upcoming" names no field."""
     rng = aliases.catalog.date_range(name) if aliases.catalog.field_kind(name) == "date" else None
     return rng is not None and rng[0] < float(today.toordinal() - EPOCH_ORDINAL) < rng[1]
+
+
+def _reaches(aliases: FieldAliases, name: str, day: date) -> bool:
+    """Whether the field holds a value on or after ``day`` (a year field: in its year or later): "next month"
+    or "this year" asks nothing of a catalogue whose years all lie in the past."""
+    if aliases.catalog.field_kind(name) == "date":
+        rng = aliases.catalog.date_range(name)
+        return rng is not None and rng[1] >= float(day.toordinal() - EPOCH_ORDINAL)
+    rng = aliases.catalog.numeric_range(name)
+    return rng is not None and rng[1] >= day.year
 
 
 def _held(aliases: FieldAliases, found: list[Condition]) -> bool:
@@ -194,9 +212,14 @@ def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], y
         if phrase.time_only or not holding:  # a year outside every field's years: still a year
             return numbers[0] if numbers else only_date
     money = [n for n in holding if aliases.dimensions.get(n) == "money"]
-    if len(holding) > 1 and len(money) == 1:  # "laptops under 700" (storage_gb holds 700 too): a price
-        return money[0]
+    exact = [n for n in holding if n not in money and _holds_exactly(aliases, n, phrase.value)]
+    if len(holding) > 1 and len(money) == 1 and not exact:  # "laptops under 700" (storage 256 to 2000): a price
+        return money[0]  # but "at least 512" names no field when storage_gb is 512 for some rows
     return holding[0] if len(holding) == 1 else None
+
+
+def _holds_exactly(aliases: FieldAliases, name: str, value: float) -> bool:
+    return bool(aliases.catalog.mask(Condition(name, Op.EQ, value)).any())
 
 
 def _conditions(phrase: NumberPhrase, aliases: FieldAliases, name: str, today: date) -> list[Condition]:

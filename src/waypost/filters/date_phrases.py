@@ -81,8 +81,9 @@ def _verb_month(query: str, m: re.Match[str], group: int) -> bool:
 def _nearest_year(today: date, month: int, day: int | None, since: bool) -> int:
     """The year that puts a yearless date nearest ``today`` (for "since": the last one on or before it)."""
     candidates = [today.year - 1, today.year, today.year + 1]
+    safe = min(day or 1, 28)  # 29 February exists only in some years: compare its 28th
     if since:
-        return max(y for y in candidates if date(y, month, day or 1) <= today)
+        return max(y for y in candidates if date(y, month, safe) <= today)
     return min(candidates, key=lambda y: abs((date(y, month, min(day or 15, 28)) - today).days))
 
 

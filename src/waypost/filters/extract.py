@@ -102,6 +102,13 @@ def _as_flag_word(norm: str, said: frozenset[str]) -> str:
     return norm[2:] if norm.startswith("un") and norm not in said and norm[2:] in said else norm
 
 
+_REGION_WORDS = frozenset({"latin", "south", "north", "central", "east", "west", "southeast", "northern", "southern"})
+# People a demonym may describe ("American actors", "a British band"): the person's, not the catalogue's country
+_PERSON_STEMS = frozenset(
+    _stem(w)
+    for w in "actors actresses directors bands singers authors writers players artists musicians people students "
+    "chefs stars composers filmmakers teams citizens politicians scientists".split()
+)
 # "free" as the price: first, or after a word that cannot make it a compound ("sugar free"), or "free of charge"
 _FREE = re.compile(
     r"(?:^|[,;:(]\s*|\b(?:for|is|are|be|only|all|any|completely|totally|entirely|and|or|some|the|a|an)\s+)"
@@ -109,6 +116,12 @@ _FREE = re.compile(
     re.IGNORECASE,
 )
 _FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
+# After a flag's words: "breakfast not included", "parking is not offered", "pets aren't allowed", "excluded"
+_NEGATED_AFTER = re.compile(
+    r"\s+(?:(?:is|are|was|were)\s+)?(?:not|never|no\s+longer)\b|\s*(?:isn't|aren't|wasn't|weren't)\b"
+    r"|\s+(?:excluded|unavailable)\b",
+    re.IGNORECASE,
+)
 _NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
 # "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
@@ -287,7 +300,8 @@ class FilterExtractor:
             between = query[tokens[first].end : tokens[hits[-1]].start]  # "pets are not allowed"
             stated = _FLAG_STATED.match(query, tokens[hits[-1]].end)  # "electric: no", "in stock = false"
             undone = any(tokens[i].norm.startswith("un") and tokens[i].norm not in said for i in hits)  # "unsigned"
-            value = cue is None and not undone and not _NEGATED_BETWEEN.search(between)
+            negated_after = _NEGATED_AFTER.match(query, tokens[hits[-1]].end)  # "breakfast not included"
+            value = cue is None and not undone and not negated_after and not _NEGATED_BETWEEN.search(between)
             if stated is not None:
                 value = stated.group(1).lower() in ("yes", "true", "y")
             start = tokens[first].start if cue is None else max(0, tokens[first].start - 40) + cue.start()
@@ -344,6 +358,8 @@ class FilterExtractor:
             form = self._best(content, kinds, window, functools.partial(self._names_match, query, tokens, i, j))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
+            if form.demonym and not self._demonym_of_items(tokens, i, j):
+                continue
             earlier = picked.get(form.field, [])
             excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:
@@ -381,6 +397,20 @@ class FilterExtractor:
                 conds.extend(Condition(name, Op.EQ, v) for v in values)
             elif values:
                 conds.append(Condition(name, Op.IN, values))
+
+    def _demonym_of_items(self, tokens: list[Token], i: int, j: int) -> bool:
+        """A demonym names a country before what the catalogue lists: a kind word, a value, or a plural that is
+        no kind of person ("Indian movies", "Canadian jazz", "German events"); not "the Indian ocean", "American
+        actors", "Latin American" or "in French"."""
+        if i > 0 and tokens[i - 1].norm in _REGION_WORDS:
+            return False
+        if j >= len(tokens):
+            return False
+        after = tokens[j]
+        if after.norm in self.kind_words or self.values.forms(frozenset({after.norm})):
+            return True
+        plural = after.word.endswith("s") and not after.word.endswith("ss") and after.norm != after.word
+        return plural and after.norm not in _PERSON_STEMS
 
     def _names_match(self, query: str, tokens: list[Token], i: int, j: int, form: ValueForm) -> bool:
         """A person's name matches its own words in order, unstemmed; a one-word name only as the query's
@@ -438,6 +468,7 @@ class FilterExtractor:
         self, content: frozenset[str], kinds: frozenset[str], window: list[Token], name_ok: Callable[[ValueForm], bool]
     ) -> ValueForm | None:
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
+        candidates = [f for f in candidates if not f.demonym] or candidates  # a value's own word first
         # one capital-less word is never a person's name ("love" is no actor's name, "Love" may be)
         if len(window) == 1 and not window[0].capital:
             candidates = [f for f in candidates if f.field not in self.values.name_fields]

@@ -89,6 +89,8 @@ CONCEPTS: list[frozenset[str]] = [
 # Name words too generic to name a field on their own.
 _GENERIC = FUNCTION_WORDS | frozenset("id num no number count total is has at of dt ts value amount".split())
 TIME_CONCEPT = 4  # index of the year/date concept in CONCEPTS
+PEOPLE_CONCEPT = len(CONCEPTS) - 1  # how many people: only a field whose last word says so (max_guests, capacity;
+# not guest_rating or price_per_person_eur)
 
 
 @functools.cache
@@ -137,7 +139,11 @@ class FieldAliases:
                 elif w in DIMENSION_WORDS:
                     self.dimensions.setdefault(name, DIMENSION_WORDS[w])
             stems = {stem(w) for w in words}
-            self.concepts[name] = {i for i, group in enumerate(CONCEPTS) if stems & {stem(w) for w in group}}
+            self.concepts[name] = {
+                i
+                for i, group in enumerate(CONCEPTS)
+                if (stems if i != PEOPLE_CONCEPT else {self.heads.get(name, "")}) & _concept_stems(i)
+            }
             if self.is_time(name):
                 self.concepts[name].add(TIME_CONCEPT)
         years = [n for n in self.names if is_numeric(cat.field_kind(n)) and self.is_time(n)]

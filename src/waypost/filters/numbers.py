@@ -14,7 +14,7 @@ from datetime import date
 
 from waypost.filters.fields import UNITS
 from waypost.filters.model import Op
-from waypost.filters.relative import WORD_NUMBERS, count, months_before, relative_times
+from waypost.filters.relative import WORD_NUMBERS, months_before, number_of, relative_times
 
 _DECADE_WORDS = {
     "twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
@@ -103,16 +103,20 @@ _AGE = re.compile(rf"\b(\d+|{'|'.join(WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+
 _NUMBER_WORD = re.compile(
     rf"\b(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
-# A duration in words: "half an hour", "an hour and a half", "one and a half days", "an hour"
-# A quantity in words: "half an hour", "an hour and a half", "one and a half days", "half a km", "a kilo"
-_SPOKEN_UNITS = "|".join(sorted((u for u in UNITS if u.isalpha() and len(u) > 1), key=len, reverse=True))
-_SPOKEN_DURATION = re.compile(
+# "grand" is a thousand (of money) only where no noun follows it ("under 2 grand for a laptop", not "10 grand slams")
+_GRAND = r"grand(?!\s+(?!(?:for|with|in|on|at|and|or|to|max|maximum|tops|budget)\b)[^\W\d_])"
+# A quantity in words: "half an hour", "an hour and a half", "one and a half days", "half a km", "a kilo",
+# "under a grand"
+_SPOKEN_UNITS = "|".join(
+    [_GRAND, *sorted((u for u in UNITS if u.isalpha() and len(u) > 1 and u != "grand"), key=len, reverse=True)]
+)
+_SPOKEN_QUANTITY = re.compile(
     r"\b(?:(?P<half>half)\s+an?\s+|(?P<whole>an?|one|two|three|\d+)\s+(?:(?P<and_half>and\s+a\s+half)\s+)?)"
     rf"(?P<unit>{_SPOKEN_UNITS})\b(?P<tail>\s+and\s+a\s+half\b)?",
     re.IGNORECASE,
 )
 _SCALES = {"hundred": 100.0, "thousand": 1000.0, "million": 1e6, "grand": 1000.0}  # "2 grand": $2,000 or €2,000
-_SCALE = re.compile(rf"\s+({'|'.join(_SCALES)})\b", re.IGNORECASE)  # "ten thousand", "2 million"
+_SCALE = re.compile(rf"\s+(hundred|thousand|million|{_GRAND})\b", re.IGNORECASE)  # "ten thousand", "2 million"
 # People whose age a phrase may give instead of the item's ("for kids less than 10 years old", "over 65 years
 # old actors")
 _PEOPLE = (
@@ -135,6 +139,8 @@ class NumberPhrase:
     dates_only: bool = False  # "upcoming", "past events": never a field of years
     age: tuple[Op, float] | None = None  # "less than 5 years old": (LT, 5), for a field of ages if there is one
     quiet: tuple[int, int] | None = None  # a span of the phrase that names no field ("min" in "3 gears min")
+    reaches: date | None = None  # a time from today on: only a field with values from this day on
+    person_age: bool = False  # right after a person ("people over 16", "kids under 12"): no field of the item
 
     @property
     def value(self) -> float:
@@ -148,7 +154,7 @@ def _num(m: re.Match[str]) -> float:
 
 def _unit_after(query: str, end: int) -> tuple[str | None, int]:
     m = _UNIT_AFTER.match(query[end:])
-    if m and m.group(1).rstrip(".").lower() in UNITS:
+    if m and m.group(1).rstrip(".").lower() in UNITS and m.group(1).lower() != "grand":  # a scale (_SCALE)
         return m.group(1).rstrip(".").lower(), end + m.end()
     return None, end
 
@@ -217,7 +223,13 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
     for rel in relative_times(query, ok, today):
         add(
             NumberPhrase(
-                rel.start, rel.end, list(rel.years), time_only=True, dates=rel.dates, dates_only=rel.dates_only
+                rel.start,
+                rel.end,
+                list(rel.years),
+                time_only=True,
+                dates=rel.dates,
+                dates_only=rel.dates_only,
+                reaches=rel.reaches,
             )
         )
     for m in _AGE.finditer(query):  # "less than 5 years old": made in the last 5 years
@@ -227,7 +239,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
             taken[at : m.end()] = b"\x01" * (m.end() - at)  # a person's age: no filter, nor another field's number
             continue  # "for kids less than 10 years old", "over 65 years old actors"
-        years = count(m.group(1))
+        years = number_of(m.group(1))
         newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
         since = (months_before(today, 12 * years),)
         add(NumberPhrase(at, m.end(), [(newer, year - years)], time_only=True, dates=since, age=(cmp, years)))
@@ -290,21 +302,22 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             yearly = unit is None and value.is_integer() and 1000 <= value <= 2999
             add(NumberPhrase(at, end, [(Op.EQ, value)], unit, time_only=yearly, bare=not yearly))
         elif op is not None:
-            add(NumberPhrase(start, end, [(op, value)], unit))
+            person = unit is None and isinstance(op, Op) and _PERSON_BEFORE.search(_lookback(query, start)[0][-40:])
+            add(NumberPhrase(start, end, [(op, value)], unit, person_age=bool(person)))
         else:
             add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
     for m in _NUMBER_WORD.finditer(query):  # "fewer than three owners", "at least ten thousand"
         op, at = _prefix_op_before(query, m.start())
         scale = _SCALE.match(query, m.end())
         end = scale.end() if scale else m.end()
-        value = count(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
+        value = number_of(m.group(0)) * (_SCALES[scale.group(1).lower()] if scale else 1)
         unit, after = _unit_after(query, end)
         unit = unit or ("grand" if scale and scale.group(1).lower() == "grand" else None)
         if isinstance(op, Op) and op is not Op.EQ and ok(at, after):
             add(NumberPhrase(at, after, [(op, value)], unit))
         elif op is None and unit is not None and ok(m.start(), after):  # "two terabytes": as "2 terabytes"
             add(NumberPhrase(m.start(), after, [(Op.EQ, value)], unit, bare=True))
-    for m in _SPOKEN_DURATION.finditer(query):  # "under an hour", "half an hour or less"
+    for m in _SPOKEN_QUANTITY.finditer(query):  # "under an hour", "half an hour or less", "under a grand"
         op, at = _prefix_op_before(query, m.start())
         suffix = _SUFFIX.match(query[m.end() :])
         if suffix is not None and not suffix.group(3):
@@ -313,8 +326,9 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             end = m.end()
         if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
             whole = (m.group("whole") or "0").lower().replace("an", "a")
-            value = count(whole) + (0.5 if m.group("half") or m.group("and_half") or m.group("tail") else 0.0)
-            add(NumberPhrase(at, end, [(op, value)], m.group("unit").lower()))
+            value = number_of(whole) + (0.5 if m.group("half") or m.group("and_half") or m.group("tail") else 0.0)
+            unit = m.group("unit").lower()
+            add(NumberPhrase(at, end, [(op, value * (_SCALES["grand"] if unit == "grand" else 1))], unit))
     return sorted(found, key=lambda p: p.start)
 
 

@@ -1,10 +1,12 @@
 """Other names of countries: what people write for a country value ("Indian movies" for India, "the US"
-for United States) and for a nationality value ("dishes from Italy" for Italian).
+for United States).
 
 Common English knowledge, not any collection's. The values of a field get these names only when the field
 holds at least ``PLACE_FIELD_MIN`` values of the table (a field of countries or of nationalities, not a list of
 ingredients that holds "Turkey"); abbreviations match only as written in capitals ("show us" is no country).
-Words that are often something else (turkey, chile, china) are not in the table."""
+Countries whose name is often something else (Turkey, Chile) are not in the table. The extractor reads a
+demonym as a country only before what the catalogue lists (``FilterExtractor``: "Indian movies", not "the
+Indian ocean" or "American actors")."""
 
 from __future__ import annotations
 
@@ -84,16 +86,16 @@ def _rows() -> list[tuple[str, list[str], list[str]]]:
 
 @cache
 def _by_name() -> dict[str, tuple[list[str], list[str]]]:
-    """Every name of a row (folded) -> (the row's other words, its abbreviations)."""
+    """A country's name or abbreviation (folded) -> (its adjectives and demonyms, its abbreviations)."""
     out: dict[str, tuple[list[str], list[str]]] = {}
     for name, others, codes in _rows():
-        names = [name, *others]
-        for written in names:
-            out[fold(written)] = ([n for n in names if fold(n) != fold(written)], codes)
+        for written in (name, *codes):
+            out[fold(written.rstrip("."))] = (others, codes)
     return out
 
 
 def other_names(value: str) -> tuple[list[str], list[str]]:
-    """The other words for a value that names a country or its people ("India" -> ["Indian", "Indians"]),
-    and the country's abbreviations (["US", "USA", ...]); empty lists for any other value."""
-    return _by_name().get(fold(" ".join(value.split())), ([], []))
+    """For a value that names a country ("India", "United States", "USA"): the words for its people
+    (["Indian", "Indians"]) and its abbreviations (["US", "USA", ...]). Empty lists for any other value, a
+    nationality included: "restaurants in Italy" is no Italian cuisine."""
+    return _by_name().get(fold(" ".join(value.split()).rstrip(".")), ([], []))

@@ -40,8 +40,13 @@ _NEXT = re.compile(
 )
 _THIS = re.compile(r"\b(?:from\s+|in\s+|during\s+)?this\s+(year|month|week)\b", re.IGNORECASE)
 _RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
-_UPCOMING = re.compile(r"\b(?:upcoming|forthcoming|future)\b", re.IGNORECASE)
-_PAST = re.compile(r"(?<![\w-])(?:past|previous)\s+(?=[^\W\d_]{3,}s\b)", re.IGNORECASE)
+_UPCOMING = re.compile(r"\b(?:upcoming|forthcoming)\b", re.IGNORECASE)  # not "future" ("the future of AI")
+# "past events", "show me past concerts": "past" first, or after a word that asks for a list ("walk past concerts",
+# "previous speakers" are no dates)
+_PAST = re.compile(
+    r"(?:^|\b(?:the|all|any|some|show(?:\s+me)?|list|find|see|browse|search)\s+)(past)\s+(?=[^\W\d_]{3,}s\b)",
+    re.IGNORECASE,
+)
 _OF_AFTER = re.compile(r"\s+of\b", re.IGNORECASE)  # "the last days of Pompeii", "the next weeks of training"
 
 
@@ -55,6 +60,7 @@ class RelativeTime:
     years: tuple[tuple[Op, float], ...]
     dates: tuple[date, ...] = ()
     dates_only: bool = False
+    reaches: date | None = None  # the first day of a time from today on: a field must hold values as late
 
 
 def months_before(today: date, months: float) -> date:
@@ -66,7 +72,7 @@ def months_before(today: date, months: float) -> date:
     return date(year, month + 1, min(today.day, 28))
 
 
-def count(text: str) -> float:
+def number_of(text: str) -> float:
     """A count written in digits or as an English number word ("3", "three", "a")."""
     text = text.lower()
     return float(text) if text[0].isdigit() else float(WORD_NUMBERS[text])
@@ -84,10 +90,12 @@ def _calendar(today: date, unit: str, ahead: int) -> tuple[date, date]:
     return date(today.year + ahead, 1, 1), date(today.year + ahead, 12, 31)
 
 
-def _period(start: int, end: int, first: date, last: date) -> RelativeTime:
+def _period(start: int, end: int, first: date, last: date, today: date) -> RelativeTime:
+    """A period from ``first`` to ``last``; from today on, a field must hold values that late to take it."""
+    reaches = first if last >= today else None
     if (first.month, first.day, last.month, last.day) == (1, 1, 12, 31) and first.year == last.year:
-        return RelativeTime(start, end, ((Op.EQ, first.year),))  # a calendar year: one year, on either field
-    return RelativeTime(start, end, ((Op.GTE, first.year), (Op.LTE, last.year)), (first, last))
+        return RelativeTime(start, end, ((Op.EQ, first.year),), reaches=reaches)  # a year, on either field
+    return RelativeTime(start, end, ((Op.GTE, first.year), (Op.LTE, last.year)), (first, last), reaches=reaches)
 
 
 def relative_times(query: str, ok: Callable[[int, int], bool], today: date) -> list[RelativeTime]:
@@ -109,9 +117,9 @@ def relative_times(query: str, ok: Callable[[int, int], bool], today: date) -> l
             continue
         unit = m.group(4).lower()
         if m.group(1) is None and m.group(3) is None and unit == "year":  # "last year" is 2024; "last week" rolls
-            add(_period(m.start(), m.end(), *_calendar(today, unit, -1)))
+            add(_period(m.start(), m.end(), *_calendar(today, unit, -1), today))
         else:
-            months = count(m.group(3) or "a") * _MONTHS_PER[unit.rstrip("s")]
+            months = number_of(m.group(3) or "a") * _MONTHS_PER[unit.rstrip("s")]
             since = months_before(today, months)
             add(RelativeTime(m.start(), m.end(), ((Op.GTE, year - -(-months // 12)),), (since,)))
     for m in _NEXT.finditer(query):
@@ -119,24 +127,24 @@ def relative_times(query: str, ok: Callable[[int, int], bool], today: date) -> l
             continue
         unit = m.group(3).lower().rstrip("s")
         if m.group(1) is None and m.group(2) is None and unit in ("week", "month", "year"):  # "next month"
-            add(_period(m.start(), m.end(), *_calendar(today, unit, 1)))
+            add(_period(m.start(), m.end(), *_calendar(today, unit, 1), today))
             continue
-        months = count(m.group(2) or "a") * _MONTHS_PER[unit]
-        add(_period(m.start(), m.end(), today, months_before(today, -months)))
+        months = number_of(m.group(2) or "a") * _MONTHS_PER[unit]
+        add(_period(m.start(), m.end(), today, months_before(today, -months), today))
     for m in _THIS.finditer(query):
         if not fine(m.start(), m.end()):
             continue
         if m.group(1).lower() == "year":
-            add(RelativeTime(m.start(), m.end(), ((Op.EQ, year),)))
+            add(RelativeTime(m.start(), m.end(), ((Op.EQ, year),), reaches=date(year, 1, 1)))
         else:
-            add(_period(m.start(), m.end(), *_calendar(today, m.group(1).lower(), 0)))
+            add(_period(m.start(), m.end(), *_calendar(today, m.group(1).lower(), 0), today))
     for m in _RECENT.finditer(query):
         if fine(m.start(), m.end()):
             add(RelativeTime(m.start(), m.end(), ((Op.GTE, year - RECENT_YEARS),)))
     for m in _UPCOMING.finditer(query):
         if fine(m.start(), m.end()):
-            add(RelativeTime(m.start(), m.end(), ((Op.GTE, year),), (today,), dates_only=True))
+            add(RelativeTime(m.start(), m.end(), ((Op.GTE, year),), (today,), dates_only=True, reaches=today))
     for m in _PAST.finditer(query):
-        if fine(m.start(), m.end()):
-            add(RelativeTime(m.start(), m.end(), ((Op.LT, year),), (today,), dates_only=True))
+        if fine(m.start(1), m.end(1)):
+            add(RelativeTime(m.start(1), m.end(1), ((Op.LT, year),), (today,), dates_only=True))
     return out

@@ -109,6 +109,7 @@ class ValueForm:
     kinds: frozenset[str]  # kind words the value carries ("Horror Movies": movi)
     count: int
     words: tuple[str, ...] = ()  # a name's folded words, unstemmed (empty outside fields of names)
+    demonym: bool = False  # the value said by its people's name ("Indian" for India)
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ class ValueIndex:
                 for a in shared.by_other_name.get(content, ()):
                     count = counts.get(a.value)
                     if count and all(f.value != a.value or f.field != name for f in out):
-                        out.append(ValueForm(name, a.value, a.content, a.kinds, count))
+                        out.append(ValueForm(name, a.value, a.content, a.kinds, count, demonym=True))
         return out
 
     def code_matches(self, query: str) -> list[tuple[re.Match[str], str, str]]:
