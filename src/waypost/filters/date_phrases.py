@@ -9,6 +9,7 @@ that makes it a date ("in", "before", "since"...)."""
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Callable
 from datetime import date
@@ -45,6 +46,10 @@ _DATE_PHRASES: list[tuple[re.Pattern[str], list[tuple[Op, int]]]] = [
         (rf"{_BARE}", [(Op.EQ, 1)]),
     ]
 ]
+_LEAN = {Op.GTE: -1, Op.LT: 1, Op.LTE: 1}  # "since March": the last March; "before", "until": the next
+_MONTH_OR_AFTER = re.compile(rf"\s*(?:,|or|and)\s+(?:{MONTH_NAME})", re.IGNORECASE)
+_MONTH_OR_BEFORE = re.compile(rf"(?:{MONTH_NAME})\s*(?:,|or|and)\s*$", re.IGNORECASE)
+_LEAD = re.compile(r"(\w+)\s+(?:in|on|during|from|since|before|after|until)\s+$")
 _YEAR_AFTER = re.compile(r",?\s+(?:of\s+)?(last|this|next)\s+year\b", re.IGNORECASE)
 _YEAR_SHIFT = {"last": -1, "this": 0, "next": 1}
 # "may" and "march" are verbs too: in lower case, alone, they are months only before these or at the end
@@ -72,22 +77,58 @@ def _named_field(query: str, start: int, free: Free, aliases: FieldAliases) -> t
     return None
 
 
+def _not_a_month(query: str, m: re.Match[str], group: int) -> bool:
+    """Whether a month's name alone is something else here: one of alternatives ("in July or August", read
+    by no rule yet), a name ("August Wilson"), or part of a title or a story ("Light in August", "set in June")."""
+    text = m.group(group)
+    if text is None or yearless(text) is None or yearless(text)[1] is not None:  # type: ignore[index]
+        return False
+    if _MONTH_OR_AFTER.match(query, m.end()) or _MONTH_OR_BEFORE.search(query[: m.start()]):
+        return True
+    if re.match(r"\s+[A-Z][a-z]", query[m.end(group) :]):  # "August Wilson", "May Sarton"
+        return True
+    lead = _LEAD.search(query[: m.start(group)])
+    if lead is None:
+        return False
+    word = lead.group(1)
+    return word.lower() in ("set", "like") or (word[:1].isupper() and lead.start() > 0)  # "set in June", a title
+
+
 def _verb_month(query: str, m: re.Match[str], group: int) -> bool:
     """Whether a lone lower-case "may" or "march" in the match is the verb ("movies that may scare")."""
     text = m.group(group)
     return text in ("may", "march") and not _AFTER_VERB_MONTH.match(query, m.end(group))
 
 
-def _nearest_year(today: date, month: int, day: int | None, since: bool) -> int:
-    """The year that puts a yearless date nearest ``today`` (for "since": the last one on or before it)."""
+def _year_for(today: date, month: int, day: int | None, lean: int, held: tuple[float, float] | None) -> int:
+    """The year of a yearless date: among last, this and next year, those whose month the field holds
+    (``held``: its first and last day), then the last one on or before today (``lean`` -1: "since"), the first
+    one on or after it (1: "before", "until") or the nearest (0)."""
     candidates = [today.year - 1, today.year, today.year + 1]
+    if (month, day) == (2, 29):
+        candidates = [y for y in candidates if calendar.isleap(y)] or candidates
+    if held is not None:
+        holding = [y for y in candidates if _month_days(y, month)[0] <= held[1] and _month_days(y, month)[1] > held[0]]
+        candidates = holding or candidates
     safe = min(day or 1, 28)  # 29 February exists only in some years: compare its 28th
-    if since:
-        return max(y for y in candidates if date(y, month, safe) <= today)
+    past = [y for y in candidates if date(y, month, safe) <= today]
+    ahead = [y for y in candidates if date(y, month, min(day or 28, 28)) >= today]
+    if lean < 0 and past:
+        return max(past)
+    if lean > 0 and ahead:
+        return min(ahead)
     return min(candidates, key=lambda y: abs((date(y, month, min(day or 15, 28)) - today).days))
 
 
-def _periods(texts: list[str], today: date, since: bool, year: int | None = None) -> list[Period] | None:
+def _month_days(year: int, month: int) -> tuple[float, float]:
+    found = yearless_period(year, month, None)
+    assert found is not None  # a month without a day always exists
+    return found.start, found.end
+
+
+def _periods(
+    texts: list[str], today: date, lean: int, year: int | None = None, held: tuple[float, float] | None = None
+) -> list[Period] | None:
     """The periods of a phrase's dates. A yearless one takes ``year`` (said after the phrase: "last year"), else
     the year of a dated one beside it, else the nearest year; a range's end falls on or after its start."""
     periods: list[Period | None] = [period(t) for t in texts]
@@ -106,7 +147,7 @@ def _periods(texts: list[str], today: date, since: bool, year: int | None = None
         elif i > 0 and periods[0] is not None:  # "from March to May": the end follows the start
             chosen = date.fromordinal(int(periods[0].start) + EPOCH_ORDINAL).year
         else:
-            chosen = _nearest_year(today, month, day, since)
+            chosen = _year_for(today, month, day, lean, held)
         found = yearless_period(chosen, month, day)
         if found is not None and i > 0 and periods[0] is not None and found.end <= periods[0].start:
             found = yearless_period(chosen + 1, month, day)
@@ -133,21 +174,22 @@ def date_phrases(
             if not free(m.start(), m.end()):
                 continue
             texts = [m.group(g) for _op, g in spec]
-            if any(_verb_month(query, m, g) for _op, g in spec):
+            if any(_verb_month(query, m, g) or _not_a_month(query, m, g) for _op, g in spec):
                 continue
-            said_year = _YEAR_AFTER.match(query, m.end())  # "between March and May last year"
-            year = None if said_year is None else today.year + _YEAR_SHIFT[said_year.group(1).lower()]
-            found = _periods(texts, today, since=spec[0][0] == Op.GTE and len(spec) == 1, year=year)
-            if found is None or all(p.precision == "year" for p in found):
-                continue
-            if said_year is not None and any(period(t) is None for t in texts):
-                mark(m.end(), said_year.end())
             named = _named_field(query, m.start(), free, aliases)
             if named is not None and named[0] not in dates:
                 continue
             if named is None and len(dates) != 1:
                 continue
             name, spans = named if named is not None else (dates[0], [])
+            said_year = _YEAR_AFTER.match(query, m.end())  # "between March and May last year"
+            year = None if said_year is None else today.year + _YEAR_SHIFT[said_year.group(1).lower()]
+            lean = _LEAN.get(spec[0][0], 0) if len(spec) == 1 else 0
+            found = _periods(texts, today, lean, year, aliases.catalog.date_range(name))
+            if found is None or all(p.precision == "year" for p in found):
+                continue
+            if said_year is not None and any(period(t) is None for t in texts):
+                mark(m.end(), said_year.end())
             mark(m.start(), m.end())
             for a, b in spans:
                 mark(a, b)

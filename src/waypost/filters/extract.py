@@ -28,12 +28,13 @@ from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
+from waypost.filters.flags import read_flags
 from waypost.filters.model import And, Condition, Filter, Op, all_of
+from waypost.filters.negation import EXCLUDED_BEFORE
 from waypost.filters.numbers import NumberPhrase, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
     DEFAULT_SYNONYMS,
-    PERMISSION_STEMS,
     Token,
     name_words,
     permission_folded,
@@ -56,50 +57,11 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
-# A value right after one of these is excluded ("not diesel", "non-diesel", "without Kubernetes", "anything
-# but a manual", "wines not from France", "jobs not requiring Kubernetes", "a bike with no lights", "neither
-# carbon nor steel", "Mexican food, no beef", "a bike that has no lights", "absolutely no horror"); a verb of
-# containing or making and a few function words may come between. Other verbs are not enough, nor "no" after
-# other words: "is there really no comedy about dogs?" wants comedies, "I've not watched a documentary" wants one.
-_CONTAINING = (
-    r"requir(?:e|es|ed|ing)|includ(?:e|es|ed|ing)|contain(?:s|ed|ing)?|featur(?:e|es|ed|ing)|us(?:e|es|ing)|"
-    r"need(?:s|ed|ing)?|hav(?:e|ing)|has|involv(?:e|es|ed|ing)|starr(?:ed|ing)|direct(?:ed|ing)|written|"
-    r"produc(?:ed|ing)|made|set|located|based|rated|"
-    r"[^\W\d_]+(?=\s+by\b)"  # "not hosted by", "not sold by"
-)
-_EXCLUDED_BEFORE = re.compile(
-    r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't|don't|doesn't|didn't)"
-    r"|(?<![\w'])no"  # but see _NO_ASKS
-    r"|\bother\s+than|\bany(?:thing|where|one|body)\s+(?:but|except)|\bbut\s+not|\bw/o)"
-    rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|on|by|of|with|for|being))*[\s-]*$",
-    re.IGNORECASE,
-)
-# A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
-_NEGATED_FLAG = re.compile(rf"(?:{_EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 _JOINED = re.compile(r"\band\b|&", re.IGNORECASE)  # a value that itself joins two words ("Action & Adventure")
 _NEXT_WORD = re.compile(
     r"[\s-]+(\w+)(?=\s*(?:$|[,.;:!?)]|\s(?:and|or|with|for|in|on|under|over|from|by|that|which|at|to|of|than)\b))",
     re.IGNORECASE,
 )  # not "a chain drive train", "Velora brand story", "director's cut"
-
-
-# Words of a flag's name that only qualify the thing it names: "breakfast_included" is named by "breakfast",
-# "signed_copy" by "signed" ("with breakfast", "signed novels")
-QUALIFIER_STEMS = frozenset({"includ", "avail", "copi", "option", "enabl", "provid", "offer", "support", "equip"})
-
-
-def _flag_words(words: frozenset[str]) -> frozenset[str]:
-    """The words a query must hold to name a flag: its name's words without qualifiers, a word of permission
-    standing for any of them ("pets_allowed": "pet-friendly")."""
-    said = words - QUALIFIER_STEMS or words
-    return said if not said & PERMISSION_STEMS else (said - PERMISSION_STEMS) | {"<allowed>"}
-
-
-def _as_flag_word(norm: str, said: frozenset[str]) -> str:
-    """A query word as a flag word: any word of permission for one, "unsigned" for "signed"."""
-    if norm in PERMISSION_STEMS and "<allowed>" in said:
-        return "<allowed>"
-    return norm[2:] if norm.startswith("un") and norm not in said and norm[2:] in said else norm
 
 
 _REGION_WORDS = frozenset({"latin", "south", "north", "central", "east", "west", "southeast", "northern", "southern"})
@@ -109,20 +71,13 @@ _PERSON_STEMS = frozenset(
     for w in "actors actresses directors bands singers authors writers players artists musicians people students "
     "chefs stars composers filmmakers teams citizens politicians scientists".split()
 )
-# "free" as the price: first, or after a word that cannot make it a compound ("sugar free"), or "free of charge"
+# "free" as the price: "for free", "free of charge", "free entry", or first ("free concerts in Berlin"); never
+# before a value ("free jazz" is a genre), nor in a compound ("sugar free", "a free trial", "drinks are free")
 _FREE = re.compile(
-    r"(?:^|[,;:(]\s*|\b(?:for|is|are|be|only|all|any|completely|totally|entirely|and|or|some|the|a|an)\s+)"
-    r"(?P<free>free(?:\s+of\s+charge)?)\b(?![-'’])",
+    r"\bfor\s+(?P<for>free)\b|\b(?P<charge>free)\s+(?:of\s+charge|entry|admission)\b|^\s*(?P<first>free)\s+(?=\w)",
     re.IGNORECASE,
 )
-_FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
-# After a flag's words: "breakfast not included", "parking is not offered", "pets aren't allowed", "excluded"
-_NEGATED_AFTER = re.compile(
-    r"\s+(?:(?:is|are|was|were)\s+)?(?:not|never|no\s+longer)\b|\s*(?:isn't|aren't|wasn't|weren't)\b"
-    r"|\s+(?:excluded|unavailable)\b",
-    re.IGNORECASE,
-)
-_NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)
+_NEXT_VALUE_WORD = re.compile(r"\s+(\w+)")
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
 # "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
 _NO_ASKS = re.compile(
@@ -212,7 +167,7 @@ class FilterExtractor:
         conds += found
         matches += notes
         self._numbers(query, free, mark, conds, matches, bare=False)
-        self._booleans(query, free, mark, conds, matches)
+        read_flags(query, self.values, free, mark, conds, matches)
         self._words(query, free, mark, conds, matches, codes)
         self._numbers(query, free, mark, conds, matches, bare=True)
         self._free_of_charge(query, free, mark, conds, matches)
@@ -279,54 +234,24 @@ class FilterExtractor:
             conds.extend(found)
             matches.append(f"{query[phrase.start : phrase.end].strip()!r} -> " + " AND ".join(map(str, found)))
 
-    def _booleans(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
-        """A true/false field whose name words all appear ("in stock" -> in_stock = true; "out of stock",
-        "not in stock" -> false)."""
-        words_of_query = tokenize(query, {})
-        pairs = [  # two words written apart that a flag's name runs together ("touch screen": touchscreen)
-            Token(_stem(a.word + b.word), a.start, b.end, a.capital, a.word + b.word)
-            for a, b in itertools.pairwise(words_of_query)
-            if re.fullmatch(r"[\s-]", query[a.end : b.start])
-        ]
-        for name, words in self.values.boolean_words.items():
-            said = _flag_words(words)
-            joined = [p for p in pairs if p.norm in said]
-            tokens = sorted([*words_of_query, *joined], key=lambda t: t.start) if joined else words_of_query
-            hits = [i for i, t in enumerate(tokens) if _as_flag_word(t.norm, said) in said and free(t.start, t.end)]
-            if {_as_flag_word(tokens[i].norm, said) for i in hits} != said:
-                continue
-            first = hits[0]
-            cue = _NEGATED_FLAG.search(query[max(0, tokens[first].start - 40) : tokens[first].start])
-            between = query[tokens[first].end : tokens[hits[-1]].start]  # "pets are not allowed"
-            stated = _FLAG_STATED.match(query, tokens[hits[-1]].end)  # "electric: no", "in stock = false"
-            undone = any(tokens[i].norm.startswith("un") and tokens[i].norm not in said for i in hits)  # "unsigned"
-            negated_after = _NEGATED_AFTER.match(query, tokens[hits[-1]].end)  # "breakfast not included"
-            value = cue is None and not undone and not negated_after and not _NEGATED_BETWEEN.search(between)
-            if stated is not None:
-                value = stated.group(1).lower() in ("yes", "true", "y")
-            start = tokens[first].start if cue is None else max(0, tokens[first].start - 40) + cue.start()
-            if value and first > 0 and query[tokens[first - 1].start : tokens[first - 1].end].lower() in ("in", "is"):
-                start = tokens[first - 1].start
-            end = stated.end() if stated is not None else tokens[hits[-1]].end
-            mark(start, end)
-            conds.append(Condition(name, Op.EQ, self.values.flag_values[name][0 if value else 1]))
-            matches.append(f"{query[start:end]!r} -> {name} = {value}")
-
     def _free_of_charge(self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str]) -> None:
-        """ "free" (not "gluten-free", "sugar free", "free wifi" where that is a value): the price is 0, when
-        exactly one money field holds 0 and no other condition is on it."""
-        m = _FREE.search(query)
-        if m is None or not free(m.start("free"), m.end("free")):
-            return
-        cat = self.aliases.catalog
-        money = [
-            n for n, d in self.aliases.dimensions.items() if d == "money" and (cat.numeric_range(n) or (1,))[0] == 0
-        ]
+        """ "free" as a price of 0 (``_FREE``), when exactly one money field holds 0 and nothing else is on it."""
+        ranges = {n: self.aliases.catalog.numeric_range(n) for n, d in self.aliases.dimensions.items() if d == "money"}
+        money = [n for n, rng in ranges.items() if rng is not None and rng[0] == 0]
         if len(money) != 1 or any(c.field == money[0] for c in conds):
             return
-        mark(m.start("free"), m.end("free"))
-        conds.append(Condition(money[0], Op.EQ, 0))
-        matches.append(f"{m.group('free')!r} -> {money[0]} = 0")
+        for m in _FREE.finditer(query):
+            group = m.lastgroup or "first"
+            a, b = m.start(group), m.end(group)
+            following = _NEXT_VALUE_WORD.match(query, b)
+            if not free(a, b) or (
+                group == "first" and following and self.values.forms(frozenset({_stem(following.group(1).lower())}))
+            ):
+                continue
+            mark(a, b)
+            conds.append(Condition(money[0], Op.EQ, 0))
+            matches.append(f"{query[a:b]!r} -> {money[0]} = 0")
+            return
 
     def _words(
         self,
@@ -506,7 +431,7 @@ def _excluded(query: str, start: int, earlier: list[Picked], end: int | None = N
     value of an excluded one's list ("not diesel or petrol", "not from India and Pakistan"), ``start`` itself;
     ``None``: not excluded. A comma before "and" ends the list, and so does a wanted value ("not horror and
     dramas are fine"); ``end``: where the value ends."""
-    m = _EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
+    m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
     if m is not None and not (_NO_WORD.match(m.group(0)) and _NO_ASKS.search(query, 0, m.start())):
         return m.start()
     last = max(earlier, default=None)

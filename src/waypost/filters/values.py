@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
+from waypost.filters.fields import UNITS
 from waypost.filters.places import PLACE_FIELD_MIN, other_names
 from waypost.filters.text import Token, folded_words, permission_folded, stem_word_lists, stems, stop_stems
 
@@ -65,7 +66,7 @@ def is_code(value: str) -> bool:
 # Two-letter English words: a two-letter code written in lower case is the code unless it is one of these
 _TWO_LETTER_WORDS = frozenset(
     "ad ah am an as at aw ax be by do eh go ha he hi hm ho id if in is it me mm my no of oh ok on or ow ox "
-    "pa pi so to uh um un up us we ya ye yo".split()
+    "pa pi so to uh um un up ur us we ya ye yo".split()
 )
 
 
@@ -76,8 +77,15 @@ def _plural_code(token: str) -> bool:
 
 
 def _two(token: str) -> bool:
-    """A two-letter token in lower case that is no English word ("hp", "lg"): a code in any case."""
-    return len(token) == 2 and token.isalpha() and token.islower() and token not in _TWO_LETTER_WORDS
+    """A two-letter token in lower case that is no English word nor a unit ("hp", "lg"; not "gb", "km"): a code
+    in any case."""
+    return (
+        len(token) == 2
+        and token.isalpha()
+        and token.islower()
+        and token not in _TWO_LETTER_WORDS
+        and token not in UNITS
+    )
 
 
 def _case_blind(value: str) -> bool:
