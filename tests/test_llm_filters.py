@@ -65,6 +65,22 @@ def test_llm_exclusions_are_checked_and_used(setup: tuple[Engine, FaultServer]) 
     assert result.explanation.filters == "(type = 'Movie' AND country != 'Spain')"  # the rule-based extractor's
 
 
+def test_llm_nin_and_a_number_exclusion(setup: tuple[Engine, FaultServer]) -> None:
+    engine, srv = setup
+    srv.reply = json.dumps(
+        {
+            "filters": [
+                {"field": "country", "op": "nin", "value": ["spain"]},
+                {"field": "year", "op": "ne", "value": 2009},
+            ],
+            "query": "",
+        }
+    )
+    result = engine.collection("films").retrieve("not from Spain, not from 2009", "metadata", k=5)
+    assert [h.document_id for h in result.hits] == ["a"]
+    assert result.explanation.filters == "(country not in ['Spain'] AND year != 2009)"
+
+
 def test_invalid_llm_filters_fall_back_to_rules(setup: tuple[Engine, FaultServer]) -> None:
     engine, srv = setup
     srv.reply = json.dumps({"filters": [{"field": "country", "op": "eq", "value": "Atlantis"}], "query": ""})

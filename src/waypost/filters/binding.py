@@ -136,12 +136,13 @@ def _holds_at_most(aliases: FieldAliases, name: str) -> bool:
 
 
 def _nominal(aliases: FieldAliases, found: list[Condition]) -> list[Condition] | None:
-    """A whole number with its unit that no row holds exactly, as the class it names where rows hold numbers
-    just above it: "a 15 inch laptop" is 15 to under 16 (15.6)."""
+    """A whole number with its unit that no row holds exactly, as the size class it names where rows hold
+    numbers near it: from half a unit below to a unit above ("a 24 inch monitor" is 23.8, "a 15 inch laptop"
+    15.6, "a 32 inch screen" 31.5)."""
     if len(found) != 1 or found[0].op is not Op.EQ or not isinstance(found[0].value, int):
         return None
     name, value = found[0].field, found[0].value
-    span = [Condition(name, Op.GTE, value), Condition(name, Op.LT, value + 1)]
+    span = [Condition(name, Op.GTE, value - 0.5), Condition(name, Op.LT, value + 1)]
     return span if bool((aliases.catalog.mask(span[0]) & aliases.catalog.mask(span[1])).any()) else None
 
 
