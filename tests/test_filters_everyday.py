@@ -264,3 +264,15 @@ def test_times_from_today_on_need_a_field_that_reaches_them() -> None:
     assert found(films, "thrillers next month") == {("genres", "eq", "Thriller")}
     assert found(films, "what to watch this week") == set()
     assert found(extractor_of(bicycles()), "a bike for the next 5 years") == set()
+
+
+def test_a_person_before_a_time_is_no_age() -> None:
+    """ "women since 1979" is a time; "people under 30" an age; a demonym before people is theirs."""
+    from tests.filter_corpora import movies
+
+    films = extractor_of(movies())
+    assert found(films, "thrillers watched by women since 1979") == {
+        ("genres", "eq", "Thriller"),
+        ("year", "gte", 1979),
+    }
+    assert found(films, "thrillers for people under 30") == {("genres", "eq", "Thriller")}

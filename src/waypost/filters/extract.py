@@ -69,7 +69,8 @@ _REGION_WORDS = frozenset({"latin", "south", "north", "central", "east", "west",
 _PERSON_STEMS = frozenset(
     _stem(w)
     for w in "actors actresses directors bands singers authors writers players artists musicians people students "
-    "chefs stars composers filmmakers teams citizens politicians scientists".split()
+    "chefs stars composers filmmakers teams citizens politicians scientists individuals farmers physicians doctors "
+    "patients workers residents families children women men officials soldiers troops voters".split()
 )
 # "free" as the price: "for free", "free of charge", "free entry", or first ("free concerts in Berlin"); never
 # before a value ("free jazz" is a genre), nor in a compound ("sugar free", "a free trial", "drinks are free")

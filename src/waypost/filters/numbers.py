@@ -123,6 +123,7 @@ _PEOPLE = (
     r"kids?|child|children|bab(?:y|ies)|toddlers?|teens?|teenagers?|people|persons?|adults?|actors?|actress(?:es)?|"
     r"m[ae]n|wom[ae]n|boys?|girls?|sons?|daughters?|players?|patients?|students?|someone|anyone|users?"
 )
+_AGE_COMPARISON = re.compile(r"(?:over|under|above|below|(?:older|younger|less|more)\s+than|at\s+(?:least|most))", re.I)
 _PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
 _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
 
@@ -302,7 +303,11 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             yearly = unit is None and value.is_integer() and 1000 <= value <= 2999
             add(NumberPhrase(at, end, [(Op.EQ, value)], unit, time_only=yearly, bare=not yearly))
         elif op is not None:
-            person = unit is None and isinstance(op, Op) and _PERSON_BEFORE.search(_lookback(query, start)[0][-40:])
+            person = (
+                unit is None
+                and _AGE_COMPARISON.fullmatch(query[start : m.start()].strip())
+                and _PERSON_BEFORE.search(_lookback(query, start)[0][-40:])
+            )
             add(NumberPhrase(start, end, [(op, value)], unit, person_age=bool(person)))
         else:
             add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
