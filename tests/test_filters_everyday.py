@@ -217,7 +217,7 @@ def test_a_flag_whose_name_runs_two_words_together() -> None:
         ("books", "books about the signing of the Magna Carta", set()),
         ("books", "more than 10 grand slams", {("grand_slams", "gt", 10)}),
         ("books", "under a grand", {("price_usd", "lt", 1000)}),
-        ("books", "books like Light in August", set()),
+        ("books", "a thriller set in August", set()),
         ("books", "books on August Wilson", set()),
         ("gadgets", "gadgets with 256 gb", {("storage_gb", "eq", 256)}),  # "gb" is a unit, not Great Britain
         ("gadgets", "ur gadgets", set()),
@@ -276,3 +276,15 @@ def test_a_person_before_a_time_is_no_age() -> None:
         ("year", "gte", 1979),
     }
     assert found(films, "thrillers for people under 30") == {("genres", "eq", "Thriller")}
+
+
+def test_second_review_readings() -> None:
+    """A "not" after a flag negates it only with its own verb; a month after a place is a date; "2 grand laptops"."""
+    from tests.filter_corpora import products
+
+    shop, bikes, shows = extractor_of(products()), extractor_of(bicycles()), extractor_of(concerts())
+    assert ("in_stock", "eq", True) in found(shop, "laptops in stock not from Kestrel")
+    assert found(bikes, "bikes that are electric not carbon") == {("electric", "eq", "yes"), ("frame", "ne", "Carbon")}
+    assert ("price_usd", "lt", 2000) in found(shop, "under 2 grand laptops")
+    assert found(shows, "concerts in Berlin in July") == {("city", "eq", "Berlin"), ("start_date", "eq", "2025-07")}
+    assert found(shows, "dogs not allowed") == {("dogs_allowed", "eq", False)}

@@ -91,7 +91,7 @@ def _not_a_month(query: str, m: re.Match[str], group: int) -> bool:
     if lead is None:
         return False
     word = lead.group(1)
-    return word.lower() in ("set", "like") or (word[:1].isupper() and lead.start() > 0)  # "set in June", a title
+    return word.lower() in ("set", "like")  # "a novel set in June", "books like Light in August"
 
 
 def _verb_month(query: str, m: re.Match[str], group: int) -> bool:

@@ -44,8 +44,8 @@ def _as_flag_word(norm: str, said: frozenset[str]) -> str:
 _FLAG_STATED = re.compile(r"\s*[:=]\s*(yes|no|true|false|y|n)\b", re.IGNORECASE)
 # After a flag's words: "breakfast not included", "parking is not offered", "pets aren't allowed", "excluded"
 _NEGATED_AFTER = re.compile(
-    r"\s+(?:(?:is|are|was|were)\s+)?(?:not|never|no\s+longer)\b|\s*(?:isn't|aren't|wasn't|weren't)\b"
-    r"|\s+(?:excluded|unavailable)\b",
+    r"\s+(?:(?:is|are|was|were)\s+)?(?:not|never|no\s+longer)\s+\w+(?:ed|able)\b(?=\s*(?:$|[,.;!?]|(?:and|or|but)\b))"
+    r"|\s*(?:isn't|aren't|wasn't|weren't)\s+\w+(?:ed|able)\b|\s+(?:excluded|unavailable)\b",
     re.IGNORECASE,
 )
 _NEGATED_BETWEEN = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.IGNORECASE)

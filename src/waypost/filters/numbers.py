@@ -103,8 +103,8 @@ _AGE = re.compile(rf"\b(\d+|{'|'.join(WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+
 _NUMBER_WORD = re.compile(
     rf"\b(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
-# "grand" is a thousand (of money) only where no noun follows it ("under 2 grand for a laptop", not "10 grand slams")
-_GRAND = r"grand(?!\s+(?!(?:for|with|in|on|at|and|or|to|max|maximum|tops|budget)\b)[^\W\d_])"
+# "grand" is a thousand (of money) except in the compounds it makes ("10 grand slams", "a grand piano")
+_GRAND = r"grand(?!\s+(?:slams?|prix|pianos?|canyon|jur(?:y|ies)|masters?|finals?|opening|tours?|totals?)\b)"
 # A quantity in words: "half an hour", "an hour and a half", "one and a half days", "half a km", "a kilo",
 # "under a grand"
 _SPOKEN_UNITS = "|".join(
