@@ -13,6 +13,11 @@ fi
 if [ -f "$("$PG_BIN/pg_config" --sharedir)/extension/vector--0.8.0.sql" ]; then
     exit 0
 fi
+# a machine may have the server without its headers, which building pgvector needs
+if [ ! -f "$("$PG_BIN/pg_config" --includedir-server)/postgres.h" ]; then
+    apt-get update -q
+    apt-get install -y -q postgresql-server-dev-15
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 curl -fsSL -o "$work/pgvector.tar.gz" "$PGVECTOR_URL"
