@@ -276,6 +276,7 @@ def test_a_person_before_a_time_is_no_age() -> None:
         ("year", "gte", 1979),
     }
     assert found(films, "thrillers for people under 30") == {("genres", "eq", "Thriller")}
+    assert ("price_usd", "lt", 500) in found(extractor_of(bicycles()), "bikes for students under 500")  # no age
 
 
 def test_second_review_readings() -> None:

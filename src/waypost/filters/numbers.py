@@ -123,6 +123,7 @@ _PEOPLE = (
     r"kids?|child|children|bab(?:y|ies)|toddlers?|teens?|teenagers?|people|persons?|adults?|actors?|actress(?:es)?|"
     r"m[ae]n|wom[ae]n|boys?|girls?|sons?|daughters?|players?|patients?|students?|someone|anyone|users?"
 )
+MAX_AGE = 120  # a person's age is at most this
 _AGE_COMPARISON = re.compile(r"(?:over|under|above|below|(?:older|younger|less|more)\s+than|at\s+(?:least|most))", re.I)
 _PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
 _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
@@ -305,6 +306,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         elif op is not None:
             person = (
                 unit is None
+                and value <= MAX_AGE  # "shoes for women under 150" is a price
                 and _AGE_COMPARISON.fullmatch(query[start : m.start()].strip())
                 and _PERSON_BEFORE.search(_lookback(query, start)[0][-40:])
             )

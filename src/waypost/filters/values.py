@@ -71,7 +71,7 @@ _TWO_LETTER_WORDS = frozenset(
 
 
 def _plural_code(token: str) -> bool:
-    """A code in capitals with a lower-case "s" added: "SUVs", "B&Bs", "PCs" (not "Bus", "OKs" stays "OKs")."""
+    """A code in capitals with a lower-case "s" added: "SUVs", "B&Bs", "PCs" (not "Bus")."""
     stem = token[:-1]
     return len(stem) >= 2 and token.endswith("s") and stem.upper() == stem and any(c.isalpha() for c in stem)
 
@@ -139,8 +139,8 @@ class _FieldValues:
         self.codes: dict[str, list[str]] = {}  # casefolded code -> values
         self.code_like: set[str] = set()
         self.name_like: set[str] = set()
-        self.places: set[str] = set()  # values that name a country or its people
-        self.by_other_name: dict[frozenset[str], list[_Analysed]] = {}  # "Indian" -> India, "Italy" -> Italian
+        self.places: set[str] = set()  # values that name a country
+        self.by_other_name: dict[frozenset[str], list[_Analysed]] = {}  # "Indian" -> India
         self.abbreviations: dict[str, list[str]] = {}  # "US" -> United States, as written without final dots
 
     def add(self, values: list[str], synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
@@ -217,7 +217,7 @@ class ValueIndex:
         self.name_fields: set[str] = set()
         self.flag_values: dict[str, tuple[bool | str, bool | str]] = {}  # a flag field's true and false values
         self.list_fields: set[str] = set()
-        self.place_fields: set[str] = set()  # fields of countries or nationalities: their other names count
+        self.place_fields: set[str] = set()  # fields of countries: their people's names count
         self._fields: list[tuple[str, dict[str, int], _FieldValues]] = []
         for name in catalog.fields:
             kind = catalog.field_kind(name)
