@@ -159,6 +159,22 @@ def test_a_description_is_a_signal_and_profiles_follow_the_version(three: Engine
     assert selector.profile("recipes") is not described  # a write makes a new profile
 
 
+def test_rare_names_weigh_more_than_common_words(engine: Engine) -> None:
+    # Both collections' best chunk holds two of the query's terms, so ``lexical`` ties; the meetings
+    # hold the common ones (in every chunk there), the atlas the rare names: ``rare`` prefers the atlas.
+    said = "The committee will say more on item {} at the next committee meeting."
+    minutes = [Document(f"m{i}", said.format(i)) for i in range(8)]
+    engine.collection("minutes", create=True).add(minutes)
+    engine.collection("atlas", create=True).add(
+        [Document("delta", "The Okavango Delta floods every winter."), Document("sea", "The Aral Sea shrank.")]
+    )
+    query = "What did the committee say about the Okavango Delta?"
+    found = EmbeddingCollectionSelector(engine).signals(query, ["minutes", "atlas"])
+    assert found["minutes"]["lexical"] == found["atlas"]["lexical"]
+    assert found["atlas"]["rare"] > 2 * found["minutes"]["rare"] > 0.0
+    assert EmbeddingCollectionSelector(engine).signals("the the", ["atlas"])["atlas"]["rare"] == 0.0  # no terms
+
+
 class ScriptedLLM:
     model_id = "fake-router"
 
