@@ -289,3 +289,41 @@ def test_second_review_readings() -> None:
     assert ("price_usd", "lt", 2000) in found(shop, "under 2 grand laptops")
     assert found(shows, "concerts in Berlin in July") == {("city", "eq", "Berlin"), ("start_date", "eq", "2025-07")}
     assert found(shows, "dogs not allowed") == {("dogs_allowed", "eq", False)}
+
+
+def streaming() -> FilterExtractor:
+    """An invented streaming catalogue whose shelves hold films or series only: "Dramas" are films, "TV Dramas"
+    and "Nordic TV Shows" series."""
+    rows: list[dict[str, Any]] = []
+    origins = ["Sweden", "Norway", "Denmark", "South Korea", "United Kingdom"]
+    for i in range(40):
+        film = i % 2 == 0
+        shelves = ["Dramas" if i % 4 == 0 else "Comedies"] if film else ["TV Dramas" if i % 4 == 1 else "TV Comedies"]
+        if not film and i % 3 == 0:
+            shelves.append("Nordic TV Shows")
+        rows.append({"format": "Movie" if film else "TV Show", "shelves": shelves, "origin": origins[i % 5]})
+    return extractor_of(rows)
+
+
+FILM, SERIES = ("format", "eq", "Movie"), ("format", "eq", "TV Show")
+NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United Kingdom")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # a value found only with the other kind is no reading: "Nordic" stays in the semantic query
+        ("Nordic movies", {FILM}),
+        ("Nordic TV shows", {NORDIC, SERIES}),
+        # the series' dramas, not the films' (either pair would hold no row)
+        ("Nordic dramas", {NORDIC, ("shelves", "eq", "TV Dramas"), SERIES}),
+        ("dramas", {("shelves", "eq", "Dramas"), FILM}),
+        ("Show me comedies", {("shelves", "eq", "Comedies"), FILM}),  # a request's "show" asks for no kind
+        # a country's other name reads as its own name would, anywhere in the query
+        ("movies from Korea", {("origin", "eq", "South Korea"), FILM}),
+        ("comedies made in Britain", {UK, ("shelves", "eq", "Comedies"), FILM}),
+        ("Britain's dramas filmed in Great Britain", {UK, ("shelves", "eq", "Dramas"), FILM}),  # once
+    ],
+)
+def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:
+    assert found(streaming(), query) == expected

@@ -268,6 +268,8 @@ class FilterExtractor:
         scalar_taken = {c.field for c in conds} | {
             n for n, found in codes.items() if n not in self.values.list_fields and any(not p.excluded for p in found)
         }
+        # the kinds of item the query asks for ("movies") and those its values imply ("Korean TV Shows": tv)
+        context = {t.norm for t in tokens if t.norm in self.kind_words and free(t.start, t.end)}  # not "Show me"
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
         stop = stop_stems()
@@ -281,7 +283,8 @@ class FilterExtractor:
             stems = [t.norm for t in window if t.norm not in stop]
             content = frozenset(s for s in permission_folded(stems) if s not in self.kind_words)
             kinds = frozenset(s for s in stems if s in self.kind_words)
-            form = self._best(content, kinds, window, functools.partial(self._names_match, query, tokens, i, j))
+            name_ok = functools.partial(self._names_match, query, tokens, i, j)
+            form = self._best(content, kinds, window, name_ok, frozenset(context))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             if form.demonym and not self._demonym_of_items(tokens, i, j):
@@ -295,6 +298,8 @@ class FilterExtractor:
                 if not any(re.search(r"\bor\b|,", g) for g in gaps):
                     continue
             self._take(query, window, form, mark, picked, matches)
+            if not excluded:
+                context |= self._kind_of(form)
             if form.field not in self.values.list_fields and not excluded:  # "ecology, not machine learning"
                 scalar_taken.add(form.field)
         for i in range(n):  # surnames: "a Nolan film"
@@ -315,7 +320,7 @@ class FilterExtractor:
             if none_of:  # "not diesel or petrol": none of them (in a list field, no element is one of them)
                 conds.append(_one_of(name, none_of, True))
             kept = [p for p in found if not p.excluded]
-            values = [p.value for p in kept]
+            values = list(dict.fromkeys(p.value for p in kept))  # "Britain's ... Great Britain": once
             alternatives = any(re.search(r"\bor\b", query[p.end : q.start]) for p, q in itertools.pairwise(kept))
             if len(values) == 1:
                 conds.append(Condition(name, Op.EQ, values[0]))
@@ -391,9 +396,23 @@ class FilterExtractor:
         )
 
     def _best(
-        self, content: frozenset[str], kinds: frozenset[str], window: list[Token], name_ok: Callable[[ValueForm], bool]
+        self,
+        content: frozenset[str],
+        kinds: frozenset[str],
+        window: list[Token],
+        name_ok: Callable[[ValueForm], bool],
+        context: frozenset[str] = frozenset(),
     ) -> ValueForm | None:
+        """The value ``window`` names. ``kinds``: the window's own kind words; ``context``: the kinds the rest
+        of the query asks for or its values imply. A value whose own name says another kind is refused
+        ("Korean movies" is no 'Korean TV Shows'), and one the data only ever finds with another kind yields
+        to one found with this kind ("Korean dramas": 'TV Dramas', not the films' 'Dramas'); either
+        conjunction would hold no row."""
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
+        if context and not kinds:
+            candidates = [f for f in candidates if not f.kinds or f.kinds & context]
+            if any(self._kind_of(f) & context for f in candidates):
+                candidates = [f for f in candidates if not self._kind_of(f) or self._kind_of(f) & context]
         candidates = [f for f in candidates if not f.demonym] or candidates  # a value's own word first
         # one capital-less word is never a person's name ("love" is no actor's name, "Love" may be)
         if len(window) == 1 and not window[0].capital:

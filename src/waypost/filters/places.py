@@ -15,14 +15,14 @@ from functools import cache
 from waypost.filters.text import fold
 
 PLACE_FIELD_MIN = 3
-# country; its adjectives and demonyms; abbreviations (matched in capitals only when of two letters)
+# country; its adjectives and demonyms; abbreviations (matched in capitals only when of two letters); other names
 _COUNTRIES = """
 United States|American,Americans|US,USA,U.S.,U.S.A.
-United Kingdom|British,Briton,Britons,Britain,Great Britain|UK,U.K.
+United Kingdom|British,Briton,Britons|UK,U.K.|Britain,Great Britain
 India|Indian,Indians|
 China|Chinese|PRC
 Japan|Japanese|
-South Korea|Korean,Koreans,South Korean,Korea|
+South Korea|Korean,Koreans,South Korean||Korea
 France|French|
 Germany|German,Germans|
 Italy|Italian,Italians|
@@ -37,7 +37,7 @@ Peru|Peruvian,Peruvians|
 Australia|Australian,Australians|
 New Zealand|New Zealander,New Zealanders|NZ
 Ireland|Irish|
-Netherlands|Dutch|
+Netherlands|Dutch||Holland
 Belgium|Belgian,Belgians|
 Switzerland|Swiss|
 Austria|Austrian,Austrians|
@@ -47,7 +47,7 @@ Denmark|Danish,Danes|
 Finland|Finnish,Finns|
 Iceland|Icelandic|
 Poland|Polish,Poles|
-Czech Republic|Czech,Czechia|
+Czech Republic|Czech||Czechia
 Hungary|Hungarian,Hungarians|
 Romania|Romanian,Romanians|
 Greece|Greek,Greeks|
@@ -76,21 +76,29 @@ Hong Kong|Hongkonger|HK
 """
 
 
-def _rows() -> list[tuple[str, list[str], list[str]]]:
+def _rows() -> list[tuple[str, list[str], list[str], list[str]]]:
     out = []
     for line in _COUNTRIES.strip().splitlines():
-        name, others, codes = line.split("|")
-        out.append((name, [o for o in others.split(",") if o], [c for c in codes.split(",") if c]))
+        name, others, codes, *names = line.split("|")
+        out.append(
+            (
+                name,
+                [o for o in others.split(",") if o],
+                [c for c in codes.split(",") if c],
+                [n for n in "".join(names).split(",") if n],
+            )
+        )
     return out
 
 
 @cache
-def _by_name() -> dict[str, tuple[list[str], list[str]]]:
-    """A country's name or abbreviation (folded) -> (its adjectives and demonyms, its abbreviations)."""
-    out: dict[str, tuple[list[str], list[str]]] = {}
-    for name, others, codes in _rows():
+def _by_name() -> dict[str, tuple[list[str], list[str], list[str]]]:
+    """A country's name or abbreviation (folded) -> (its adjectives and demonyms, its abbreviations, its other
+    names)."""
+    out: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    for name, others, codes, names in _rows():
         for written in (name, *codes):
-            out[fold(written.rstrip("."))] = (others, codes)
+            out[fold(written.rstrip("."))] = (others, codes, names)
     return out
 
 
@@ -98,4 +106,11 @@ def other_names(value: str) -> tuple[list[str], list[str]]:
     """For a value that names a country ("India", "United States", "USA"): the words for its people
     (["Indian", "Indians"]) and its abbreviations (["US", "USA", ...]). Empty lists for any other value, a
     nationality included: "restaurants in Italy" is no Italian cuisine."""
-    return _by_name().get(fold(" ".join(value.split()).rstrip(".")), ([], []))
+    others, codes, _names = _by_name().get(fold(" ".join(value.split()).rstrip(".")), ([], [], []))
+    return others, codes
+
+
+def country_names(value: str) -> list[str]:
+    """Other names of the country ``value`` names, said where its own name would be ("movies from Korea" for
+    South Korea, "made in Britain"); empty for any other value."""
+    return _by_name().get(fold(" ".join(value.split()).rstrip(".")), ([], [], []))[2]

@@ -24,7 +24,7 @@ from functools import cached_property
 
 from waypost.filters.catalog import FieldCatalog, is_text
 from waypost.filters.fields import UNITS
-from waypost.filters.places import PLACE_FIELD_MIN, other_names
+from waypost.filters.places import PLACE_FIELD_MIN, country_names, other_names
 from waypost.filters.text import Token, folded_words, permission_folded, stem_word_lists, stems, stop_stems
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
@@ -141,6 +141,7 @@ class _FieldValues:
         self.name_like: set[str] = set()
         self.places: set[str] = set()  # values that name a country
         self.by_other_name: dict[frozenset[str], list[_Analysed]] = {}  # "Indian" -> India
+        self.by_country_name: dict[frozenset[str], list[_Analysed]] = {}  # "Korea" -> South Korea
         self.abbreviations: dict[str, list[str]] = {}  # "US" -> United States, as written without final dots
 
     def add(self, values: list[str], synonyms: dict[str, str], kind_words: frozenset[str]) -> None:
@@ -177,6 +178,10 @@ class _FieldValues:
                 content = frozenset(s for s in stems(other, synonyms) if s not in stop and s not in kind_words)
                 if content:
                     self.by_other_name.setdefault(content, []).append(_Analysed(value, content, frozenset(), ()))
+            for name in country_names(value):
+                content = frozenset(s for s in stems(name, synonyms) if s not in stop and s not in kind_words)
+                if content:
+                    self.by_country_name.setdefault(content, []).append(_Analysed(value, content, frozenset(), ()))
             for code in codes:
                 self.abbreviations.setdefault(code.rstrip("."), []).append(value)
 
@@ -249,6 +254,10 @@ class ValueIndex:
                 if count and (is_names or a.value not in shared.code_like):
                     out.append(ValueForm(name, a.value, a.content, a.kinds, count, a.words if is_names else ()))
             if name in self.place_fields:
+                for a in shared.by_country_name.get(content, ()):  # said as the country's own name would be
+                    count = counts.get(a.value)
+                    if count and all(f.value != a.value or f.field != name for f in out):
+                        out.append(ValueForm(name, a.value, a.content, a.kinds, count))
                 for a in shared.by_other_name.get(content, ()):
                     count = counts.get(a.value)
                     if count and all(f.value != a.value or f.field != name for f in out):
