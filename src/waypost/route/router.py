@@ -277,7 +277,8 @@ class Router:
         stage.retrieve = (t3 - t2) * 1000
         attempts: list[Attempt] = []
         asked: list[str] = []  # the other collections the corrective loop searched
-        if self.corrector is not None and choice.confidence < config.correct_below:
+        # an unsure choice is graded; an empty result is wrong however sure the choice was
+        if self.corrector is not None and (choice.confidence < config.correct_below or not result.hits):
             more: dict[str, Any] = {}
             if alternatives is not None:
                 offered = alternatives
