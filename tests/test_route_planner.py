@@ -48,6 +48,13 @@ SPLIT = [
         ["Marie Curie", "Lise Meitner", "Emmy Noether"],
     ),
     ("postgres vs mysql for analytics", ["postgres for analytics", "mysql for analytics"]),
+    # parallel parts: the "with" inside the first is no separator, the words after the second are its own
+    ("compare installing with Docker and installing on Linux", ["installing with Docker", "installing on Linux"]),
+    # a head said in each part stays in each, once
+    (
+        "Compare the cost of living in Paris with the cost of living in Berlin",
+        ["the cost of living in Paris", "the cost of living in Berlin"],
+    ),
 ]
 SINGLE = [
     "How much salt and pepper should I add to the soup?",
@@ -311,3 +318,18 @@ def test_a_question_keeps_what_sets_its_scene() -> None:
     assert planner.plan("What does ls -la print?").must_exclude == []
     assert planner.plan("Which trials, excluding mice, tested the drug?").must_exclude == ["mice"]
     assert planner.plan("pasta recipes without gluten").must_exclude == ["gluten"]  # not a question
+
+
+@pytest.mark.parametrize(
+    ("query", "parts"),
+    [
+        ("compare installing with Docker and installing on Linux", ["installing with Docker", "installing on Linux"]),
+        (
+            "Compare the cost of living in Paris with the cost of living in Berlin",
+            ["the cost of living in Paris", "the cost of living in Berlin"],
+        ),
+        ("compare the speed of Redis with Memcached", ["the speed of Redis", "the speed of Memcached"]),
+    ],
+)
+def test_comparisons_of_parallel_parts_split_exactly(query: str, parts: list[str]) -> None:
+    assert RulePlanner().plan(query).sub_queries == parts

@@ -246,14 +246,36 @@ def find_cue_coordination(query: str) -> Coordination | None:
     if m is None:
         return None
     a_start, a_end = m.span("a")
+    b_span = m.span("b")
+    if m.re is _COMPARE:
+        clause = re.search(r"[,?;.]|$", query[b_span[0] :])
+        parallel = _parallel_parts(query, a_start, b_span[0] + (clause.start() if clause else 0))
+        if parallel is not None:  # "compare installing with Docker and installing on Linux"
+            (a_start, a_end), b_span = parallel
     a_text = query[a_start:a_end]
     of = a_text.lower().rfind(" of ")
+    shared = a_text[: of + 4].lower()
+    b_text = re.sub(r"^(?:the|a|an)\s+", "", query[b_span[0] : b_span[1]].lower())
     if of >= 0 and m.re is _COMPARE:
-        a_start += of + 4  # the shared "the battery life of" stays outside the conjunct
-    spans = [(a_start, a_end), m.span("b")]
+        if not b_text.startswith(shared):
+            a_start += of + 4  # the shared "the battery life of" stays outside the conjunct
+        elif article := re.search(r"\b(?:the|a|an)\s+$", query[:a_start], re.IGNORECASE):
+            a_start = article.start()  # repeated in each part ("the cost of X with the cost of Y"): its own
+    spans = [(a_start, a_end), b_span]
     if any(not content_words(query[s:e]) or _numeric(tokens(query[s:e])) for s, e in spans):
         return None
     return Coordination(spans, "comparison")
+
+
+def _parallel_parts(query: str, start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The two parts of ``query[start:end]`` around an "and" when both begin with the same word, as parallel
+    parts do ("installing with Docker and installing on Linux"); None otherwise."""
+    text = query[start:end]
+    for m in re.finditer(r"\s+and\s+", text):
+        left, right = text[: m.start()].split(), text[m.end() :].split()
+        if left and right and left[0].lower() == right[0].lower() and len(left) > 1:
+            return (start, start + m.start()), (start + m.end(), end)
+    return None
 
 
 _NEXT_QUESTION = re.compile(r"(?:\?\s+|[,;]?\s+and\s+(?=(?:what|who|when|where|which|how|why)\b))", re.IGNORECASE)
