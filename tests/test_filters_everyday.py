@@ -163,6 +163,8 @@ def test_country_names_only_on_a_field_of_countries() -> None:
         ("Asus or HP", {("brand", "in", ("Asus", "HP"))}),
         ("the cheapest hp monitor", {("brand", "eq", "HP")}),  # two letters, no English word: the code
         ("monitors w/o speakers", {("speakers_included", "eq", "no")}),
+        ("a monitor with a speaker", {("speakers_included", "eq", "yes")}),  # the name's singular
+        ("monitors without a speaker", {("speakers_included", "eq", "no")}),
         ("monitors under 700", {("price_usd", "lt", 700)}),  # brightness_nits holds 700 too: the price
         ("below 1 grand", {("price_usd", "lt", 1000)}),
         ("27 inch monitors", {("screen_inches", "eq", 27)}),

@@ -29,9 +29,15 @@ def _flag_words(words: frozenset[str]) -> frozenset[str]:
 
 
 def _as_written(word: str, name: str) -> bool:
-    """Whether a query word is a word of the field's name as written there, or its plural, or it with "un"."""
+    """Whether a query word is a word of the field's name as written there, its plural or singular ("a speaker"
+    for speakers_included), or it with "un"."""
     written = set(name_words(name))
-    return any(w in written or w.removesuffix("s") in written for w in (word, word.removeprefix("un")))
+    return any(f in written for w in (word, word.removeprefix("un")) for f in _numbers_of(w))
+
+
+def _numbers_of(word: str) -> tuple[str, ...]:
+    """A word, its singular and its plurals, as written."""
+    return word, word.removesuffix("s"), word + "s", word + "es"
 
 
 def _as_flag_word(norm: str, said: frozenset[str]) -> str:
