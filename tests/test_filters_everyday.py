@@ -325,6 +325,12 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("movies from Korea", {("origin", "eq", "South Korea"), FILM}),
         ("comedies made in Britain", {UK, ("shelves", "eq", "Comedies"), FILM}),
         ("Britain's dramas filmed in Great Britain", {UK, ("shelves", "eq", "Dramas"), FILM}),  # once
+        ("movies from North Korea", {FILM}),  # another place: no value of the catalogue
+        ("New Britain comedies", {("shelves", "eq", "Comedies"), FILM}),
+        # an excluded kind is no kind the query asks for (review, 2026-11-27)
+        ("dramas but not TV shows", {("shelves", "eq", "Dramas"), ("format", "ne", "TV Show")}),
+        ("comedies excluding TV shows", {("shelves", "eq", "Comedies"), ("format", "ne", "TV Show")}),
+        ("comedies, not Nordic TV Shows", {("shelves", "eq", "Comedies"), ("shelves", "ne", "Nordic TV Shows"), FILM}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:

@@ -329,6 +329,18 @@ def test_a_question_keeps_what_sets_its_scene() -> None:
             ["the cost of living in Paris", "the cost of living in Berlin"],
         ),
         ("compare the speed of Redis with Memcached", ["the speed of Redis", "the speed of Memcached"]),
+        # a qualifier after the second part is both parts' (review, 2026-11-27)
+        (
+            "compare living in London and living in Paris for families",
+            ["living in London for families", "living in Paris for families"],
+        ),
+        # a determiner is no parallel head
+        ("compare my laptop with my phone and my tablet", ["my laptop", "my phone and my tablet"]),
+        ("compare the 2019 results and the 2020 results", ["the 2019 results", "the 2020 results"]),
+        (
+            "compare the effects of caffeine on sleep with the effects of alcohol on sleep",
+            ["the effects of caffeine on sleep", "the effects of alcohol on sleep"],
+        ),
     ],
 )
 def test_comparisons_of_parallel_parts_split_exactly(query: str, parts: list[str]) -> None:

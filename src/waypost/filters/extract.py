@@ -269,7 +269,13 @@ class FilterExtractor:
             n for n, found in codes.items() if n not in self.values.list_fields and any(not p.excluded for p in found)
         }
         # the kinds of item the query asks for ("movies") and those its values imply ("Korean TV Shows": tv)
-        context = {t.norm for t in tokens if t.norm in self.kind_words and free(t.start, t.end)}  # not "Show me"
+        context = {  # neither a request's "Show me" nor an excluded kind ("dramas but not TV shows")
+            t.norm
+            for k, t in enumerate(tokens)
+            if t.norm in self.kind_words
+            and free(t.start, t.end)
+            and all(_excluded(query, tokens[x].start, []) is None for x in range(max(0, k - 2), k + 1))
+        }
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
         stop = stop_stems()
@@ -289,6 +295,8 @@ class FilterExtractor:
                 continue
             if form.demonym and not self._demonym_of_items(tokens, i, j):
                 continue
+            if form.other_name and not self._whole_run(query, tokens, i, j):
+                continue  # "North Korea" and "New Britain" are other places
             earlier = picked.get(form.field, [])
             excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:

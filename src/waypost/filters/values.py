@@ -118,6 +118,7 @@ class ValueForm:
     count: int
     words: tuple[str, ...] = ()  # a name's folded words, unstemmed (empty outside fields of names)
     demonym: bool = False  # the value said by its people's name ("Indian" for India)
+    other_name: bool = False  # the value said by another name of its country ("Korea" for South Korea)
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,7 @@ class ValueIndex:
                 for a in shared.by_country_name.get(content, ()):  # said as the country's own name would be
                     count = counts.get(a.value)
                     if count and all(f.value != a.value or f.field != name for f in out):
-                        out.append(ValueForm(name, a.value, a.content, a.kinds, count))
+                        out.append(ValueForm(name, a.value, a.content, a.kinds, count, other_name=True))
                 for a in shared.by_other_name.get(content, ()):
                     count = counts.get(a.value)
                     if count and all(f.value != a.value or f.field != name for f in out):

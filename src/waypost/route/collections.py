@@ -329,8 +329,8 @@ def _live_vectors(index: IndexSet, dim: int) -> Vector:
 
 
 def _term_signals(index: IndexSet, query: str, language: str) -> dict[str, float]:
-    """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection)
-    and ``lexical`` (the share that the best single chunk holds)."""
+    """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection),
+    ``lexical`` (the share that the best single chunk holds) and ``rare`` (that share weighted by IDF)."""
     if language not in index.languages:
         language = max(index.languages, key=lambda k: index.languages[k]) if index.languages else language
     terms = set(index.analyzers(language).terms(query))

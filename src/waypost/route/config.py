@@ -23,10 +23,11 @@ class RouterConfig:
     corrective: bool = True  # grade each result and retry a poor one (route/corrective.py)
     corrective_profile: Path | None = None  # the quality model's JSON; None: the one shipped
     max_retries: int = 2
-    # grade and retry only choices the selector is unsure of. On the mixed workload's training split, grading the
-    # learned router's choices below 0.8 kept 230 retries that lost 9.2 points in all (qmsum above all: the grade
-    # prefers hybrid's chunks to raptor-collapsed's, which hold more evidence in 1,000 tokens); a confident
-    # metadata pick returns few filtered hits, which the grade reads as poor. 0.5: only coin-flip choices.
+    # grade and retry only choices the selector is unsure of (and any empty result, however sure). On the mixed
+    # workload's training split, grading the learned router's choices below 0.8 kept 230 retries that lost 9.2
+    # points in all (qmsum above all: the grade prefers hybrid's chunks to raptor-collapsed's, which hold more
+    # evidence in 1,000 tokens); a confident metadata pick returns few filtered hits, which the grade reads as
+    # poor. 0.5: only coin-flip choices.
     correct_below: float = 0.5
 
     def check(self) -> None:

@@ -247,6 +247,7 @@ def find_cue_coordination(query: str) -> Coordination | None:
         return None
     a_start, a_end = m.span("a")
     b_span = m.span("b")
+    parallel = None
     if m.re is _COMPARE:
         clause = re.search(r"[,?;.]|$", query[b_span[0] :])
         parallel = _parallel_parts(query, a_start, b_span[0] + (clause.start() if clause else 0))
@@ -254,27 +255,43 @@ def find_cue_coordination(query: str) -> Coordination | None:
             (a_start, a_end), b_span = parallel
     a_text = query[a_start:a_end]
     of = a_text.lower().rfind(" of ")
-    shared = a_text[: of + 4].lower()
     b_text = re.sub(r"^(?:the|a|an)\s+", "", query[b_span[0] : b_span[1]].lower())
-    if of >= 0 and m.re is _COMPARE:
-        if not b_text.startswith(shared):
-            a_start += of + 4  # the shared "the battery life of" stays outside the conjunct
-        elif article := re.search(r"\b(?:the|a|an)\s+$", query[:a_start], re.IGNORECASE):
-            a_start = article.start()  # repeated in each part ("the cost of X with the cost of Y"): its own
+    repeated = parallel is not None or (of >= 0 and b_text.startswith(a_text[: of + 4].lower()))
+    if of >= 0 and m.re is _COMPARE and not repeated:
+        a_start += of + 4  # the shared "the battery life of" stays outside the conjunct
+    elif repeated and b_text != query[b_span[0] : b_span[1]].lower():
+        article = re.search(r"\b(?:the|a|an)\s+$", query[:a_start], re.IGNORECASE)
+        if article:  # each part has its own ("the cost of X with the cost of Y"): the first keeps it too
+            a_start = article.start()
     spans = [(a_start, a_end), b_span]
     if any(not content_words(query[s:e]) or _numeric(tokens(query[s:e])) for s, e in spans):
         return None
     return Coordination(spans, "comparison")
 
 
+_DETERMINERS = frozenset("the a an my your our their his her its this that these those".split())
+# where a part's own words end and a qualifier shared by both parts begins ("... for families")
+_SHARED_QUALIFIER = re.compile(
+    r"\s+(?:in\s+terms\s+of|for|when|regarding|with\s+respect\s+to|is|are|was|were|has|have|had|did|does|do)\b",
+    re.IGNORECASE,
+)
+
+
 def _parallel_parts(query: str, start: int, end: int) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """The two parts of ``query[start:end]`` around an "and" when both begin with the same word, as parallel
-    parts do ("installing with Docker and installing on Linux"); None otherwise."""
+    """The two parts of ``query[start:end]`` around an "and" when both begin with the same word (after any
+    determiner), as parallel parts do ("installing with Docker and installing on Linux"); the second ends
+    before a qualifier both share ("... for families"). None otherwise."""
     text = query[start:end]
     for m in re.finditer(r"\s+and\s+", text):
-        left, right = text[: m.start()].split(), text[m.end() :].split()
-        if left and right and left[0].lower() == right[0].lower() and len(left) > 1:
-            return (start, start + m.start()), (start + m.end(), end)
+        left = [w.lower() for w in text[: m.start()].split()]
+        right = [w.lower() for w in text[m.end() :].split()]
+        left_head = [w for w in left if w not in _DETERMINERS][:1]
+        right_head = [w for w in right if w not in _DETERMINERS][:1]
+        if len(left) > 1 and len(right) > 1 and left_head and left_head == right_head:
+            b_start = start + m.end()
+            words = list(re.finditer(r"\S+", query[b_start:end]))
+            qualifier = _SHARED_QUALIFIER.search(query, b_start + words[1].end(), end) if len(words) > 1 else None
+            return (start, start + m.start()), (b_start, qualifier.start() if qualifier else end)
     return None
 
 
@@ -296,6 +313,9 @@ _CUE_PHRASE = re.compile(
 )
 
 
+_DOUBLED_ARTICLE = re.compile(r"\b(the|a|an)\s+\1\b", re.IGNORECASE)
+
+
 def sub_queries(query: str) -> tuple[list[str], str]:
     """The sub-queries a multi-part question splits into, with the reason; ``([], "")`` for one question."""
     clauses = split_clauses(query)
@@ -308,8 +328,12 @@ def sub_queries(query: str) -> tuple[list[str], str]:
     prefix, suffix = query[:first], query[last:]
     out: list[str] = []
     for start, end in found.spans[:MAX_SUB_QUERIES]:
-        text = _CUE_PHRASE.sub(" ", f"{prefix}{query[start:end]}{suffix}")
-        text = strip_question(text)
+        part = query[start:end]
+        shared = suffix.rstrip(" ?.!")
+        if shared.strip() and part.lower().endswith(shared.strip().lower()):
+            shared = ""  # "caffeine on sleep with alcohol on sleep": the part says it already
+        text = _CUE_PHRASE.sub(" ", f"{prefix}{part}{shared}")
+        text = _DOUBLED_ARTICLE.sub(r"\1", strip_question(text))  # "compare the" + "the 2020 results"
         if text and text.lower() not in (o.lower() for o in out):
             out.append(text)
     return (out, found.reason) if len(out) >= 2 else ([], "")
