@@ -326,6 +326,8 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("comedies made in Britain", {UK, ("shelves", "eq", "Comedies"), FILM}),
         ("Britain's dramas filmed in Great Britain", {UK, ("shelves", "eq", "Dramas"), FILM}),  # once
         ("movies from North Korea", {FILM}),  # another place: no value of the catalogue
+        # two values of a one-value field joined by "and": either (no title is both)
+        ("movies and TV shows from Korea", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
         ("New Britain comedies", {("shelves", "eq", "Comedies"), FILM}),
         # an excluded kind is no kind the query asks for (review, 2026-11-27)
         ("dramas but not TV shows", {("shelves", "eq", "Dramas"), ("format", "ne", "TV Show")}),

@@ -14,6 +14,7 @@ decades and relative years by comparison phrases bound to the field that nearby 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -291,7 +292,15 @@ class FilterExtractor:
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
         stop = stop_stems()
-        unread = [free(t.start, t.end) for t in tokens]  # read again after each value taken
+        unread = [free(t.start, t.end) for t in tokens]
+        ends = [t.end for t in tokens]
+
+        def refresh(a: int, b: int) -> None:  # the tokens a value taken marked read (linear in the query overall)
+            for x in range(bisect.bisect_right(ends, a), len(tokens)):
+                if tokens[x].start >= b:
+                    break
+                unread[x] = free(tokens[x].start, tokens[x].end)
+
         for i, j in spans:
             window = tokens[i:j]
             if not all(unread[i:j]) or window[0].norm in stop or window[-1].norm in stop:
@@ -316,10 +325,9 @@ class FilterExtractor:
                 # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
                 gaps = [query[p.end : window[0].start] if p.end <= window[0].start else query[window[-1].end : p.start]
                         for p in earlier]  # fmt: skip
-                if not any(re.search(r"\bor\b|,", g) for g in gaps):
+                if not any(re.search(r"\b(?:or|and)\b|,|&", g) for g in gaps):  # "movies and TV shows": either
                     continue
-            self._take(query, window, form, mark, picked, matches)
-            unread = [free(t.start, t.end) for t in tokens]
+            refresh(*self._take(query, window, form, mark, picked, matches))
             if not excluded:
                 context |= self._kind_of(form)
             if form.field not in self.values.list_fields and not excluded:  # "ecology, not machine learning"
@@ -333,8 +341,7 @@ class FilterExtractor:
                 if form is None or not self._whole_run(query, tokens, i, j):
                     continue
                 if form.field in self.values.list_fields or form.field not in scalar_taken:
-                    self._take(query, window, form, mark, picked, matches)
-                    unread = [free(t.start, t.end) for t in tokens]
+                    refresh(*self._take(query, window, form, mark, picked, matches))
                     scalar_taken.add(form.field)
                     break
         for name, found in picked.items():
@@ -402,21 +409,25 @@ class FilterExtractor:
         mark: Mark,
         picked: dict[str, list[Picked]],
         matches: list[str],
-    ) -> None:
+    ) -> tuple[int, int]:
+        """Read ``form`` at ``window``; returns the span of the query it marked read."""
         start, end = window[0].start, window[-1].end
         excluded = _excluded(query, start, picked.get(form.field, []), end)
         for t in window:
             mark(t.start, t.end)
         if excluded is not None:
             mark(excluded, start)
+        marked = (min(start, excluded if excluded is not None else start), end)
         named = _NEXT_WORD.match(query, end)  # "a belt drive": the field's own name ending the phrase after a value
         if named is not None and _stem(named.group(1).lower()) in {_stem(w) for w in name_words(form.field)}:
             mark(named.start(1), named.end(1))
+            marked = (marked[0], max(end, named.end(1)))
         picked.setdefault(form.field, []).append(Picked(start, end, form.value, excluded is not None))
         sign = "!=" if excluded is not None else "="
         matches.append(
             f"{query[excluded if excluded is not None else start : end]!r} -> {form.field} {sign} {form.value!r}"
         )
+        return marked
 
     def _best(
         self,
