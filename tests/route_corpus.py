@@ -3,10 +3,12 @@ facts about invented people (entities for multi-hop questions)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
+from waypost.route.base import Choice, Features, Pipeline
 from waypost.types import Document
 
 REPORT = " ".join(
@@ -64,3 +66,17 @@ def make_engine(path: Path, embedder: Embedder, config: EngineConfig | None = No
     engine.register_embedder(embedder)
     engine.collection("c", create=True).add(DOCS)
     return engine
+
+
+class Always:
+    """A selector that always picks ``pipeline`` with ``confidence``, the rest of the pool after it."""
+
+    name = "fixed"
+
+    def __init__(self, pipeline: Pipeline, confidence: float = 0.9) -> None:
+        self.pipeline = pipeline
+        self.confidence = confidence
+
+    def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
+        rest = [(p, 0.0) for p in candidates if p != self.pipeline]
+        return Choice(self.pipeline, self.confidence, "fixed", self.name, [(self.pipeline, 1.0), *rest])

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.route_corpus import Always
 from waypost.base import Embedder
 from waypost.engine import Collection, Engine, EngineConfig
 from waypost.errors import WaypostError
 from waypost.filters.model import And, Condition, Filter, Op
-from waypost.route.base import Choice, Features, Pipeline
+from waypost.route.base import Choice, Pipeline
 from waypost.route.corrective import SIGNALS, CorrectiveLoop, QualityEvaluator, QualityModel, drop_strictest
 from waypost.route.execute import run_pipeline
 from waypost.route.quality_fit import Episode, choose_policy, fit_quality, replay
@@ -231,23 +232,9 @@ def test_fit_learns_the_sign_of_a_signal_and_the_policy_never_loses() -> None:
     assert outcome["gain"] > 0 and 0 < outcome["retry_rate"]
 
 
-class Fixed:
-    """A selector that always picks ``pipeline`` with ``confidence``, the rest of the pool after it."""
-
-    name = "fixed"
-
-    def __init__(self, pipeline: Pipeline, confidence: float) -> None:
-        self.pipeline = pipeline
-        self.confidence = confidence
-
-    def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
-        rest = [(p, 0.0) for p in candidates if p != self.pipeline]
-        return Choice(self.pipeline, self.confidence, "fixed", self.name, [(self.pipeline, 1.0), *rest])
-
-
 def test_an_empty_result_is_corrected_however_sure_the_choice(collection: Collection) -> None:
     # "science from 2018" extracts kind = science and year = 2018, which no document holds together
-    sure = Router(Fixed(Pipeline.of("metadata"), 0.95), corrector=CorrectiveLoop(QualityEvaluator()))
+    sure = Router(Always(Pipeline.of("metadata"), 0.95), corrector=CorrectiveLoop(QualityEvaluator()))
     collection.engine.use_router(sure)
     result = collection.retrieve("science from 2018", "auto", 3)
     route = result.explanation.route

@@ -4,18 +4,18 @@ only, replay of the chosen pipeline, the embedding selector, and the hooks (cach
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.route_corpus import QUERIES, make_engine
+from tests.route_corpus import QUERIES, Always, make_engine
 from waypost.base import Embedder
 from waypost.engine import Engine, EngineConfig
 from waypost.errors import InvalidInputError
 from waypost.filters.model import Filter
-from waypost.route.base import Attempt, Choice, Features, Pipeline, QueryPlan, RouteRecord
+from waypost.route.base import Attempt, Choice, Pipeline, QueryPlan, RouteRecord
 from waypost.route.candidates import default_pool, runnable_pipelines
 from waypost.route.config import RouterConfig
 from waypost.route.execute import run_pipeline
@@ -161,18 +161,6 @@ class NextPipeline:
     ) -> tuple[RetrievalResult, list[Attempt]]:
         nxt = choice.ranking[1][0]
         return execute(nxt, k, filters), [Attempt(f"next pipeline {nxt.label}", "test", 0.9, True)]
-
-
-class Always:
-    name = "fixed"
-
-    def __init__(self, pipeline: Pipeline, confidence: float = 0.9) -> None:
-        self.pipeline = pipeline
-        self.confidence = confidence
-
-    def select(self, query: str, features: Features, candidates: Sequence[Pipeline]) -> Choice:
-        rest = [(p, 0.0) for p in candidates if p != self.pipeline]
-        return Choice(self.pipeline, self.confidence, "fixed", self.name, [(self.pipeline, 1.0), *rest])
 
 
 def test_hooks_cache_telemetry_and_correction(engine: Engine) -> None:
