@@ -333,6 +333,11 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("dramas but not TV shows", {("shelves", "eq", "Dramas"), ("format", "ne", "TV Show")}),
         ("comedies excluding TV shows", {("shelves", "eq", "Comedies"), ("format", "ne", "TV Show")}),
         ("comedies, not Nordic TV Shows", {("shelves", "eq", "Comedies"), ("shelves", "ne", "Nordic TV Shows"), FILM}),
+        # a cue that excludes another word leaves the kind asked for (second review)
+        ("comedies without subtitles on TV", {("shelves", "eq", "TV Comedies"), SERIES}),
+        ("dramas, no spoilers, TV only", {("shelves", "eq", "TV Dramas"), SERIES}),
+        ("Recommend Korea dramas", {("origin", "eq", "South Korea"), ("shelves", "eq", "Dramas"), FILM}),
+        ("Little Britain comedies", {("shelves", "eq", "Comedies"), FILM}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:

@@ -337,6 +337,15 @@ def test_a_question_keeps_what_sets_its_scene() -> None:
         # a determiner is no parallel head
         ("compare my laptop with my phone and my tablet", ["my laptop", "my phone and my tablet"]),
         ("compare the 2019 results and the 2020 results", ["the 2019 results", "the 2020 results"]),
+        # each part's own qualifier stays its own; "A a" is no doubled article (second review)
+        (
+            "compare cooking meals for kids and cooking meals for adults",
+            ["cooking meals for kids", "cooking meals for adults"],
+        ),
+        (
+            "compare taking vitamin A a day and taking vitamin C a day",
+            ["taking vitamin A a day", "taking vitamin C a day"],
+        ),
         (
             "compare the effects of caffeine on sleep with the effects of alcohol on sleep",
             ["the effects of caffeine on sleep", "the effects of alcohol on sleep"],

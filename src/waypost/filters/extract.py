@@ -66,6 +66,8 @@ _NEXT_WORD = re.compile(
 
 
 _REGION_WORDS = frozenset({"latin", "south", "north", "central", "east", "west", "southeast", "northern", "southern"})
+# Words that make another place of a country's other name ("North Korea", "New Britain")
+_PLACE_PREFIXES = _REGION_WORDS | {"new", "littl", "great", "upper", "lower"}
 # People a demonym may describe ("American actors", "a British band"): the person's, not the catalogue's country
 _PERSON_STEMS = frozenset(
     _stem(w)
@@ -282,13 +284,14 @@ class FilterExtractor:
             n for n, found in codes.items() if n not in self.values.list_fields and any(not p.excluded for p in found)
         }
         # the kinds of item the query asks for ("movies") and those its values imply ("Korean TV Shows": tv)
-        context = {  # neither a request's "Show me" nor an excluded kind ("dramas but not TV shows")
-            t.norm
+        # neither a request's "Show me" nor an excluded kind ("dramas but not TV shows"; one inside an excluded
+        # value, "not Nordic TV Shows", leaves when that value is read)
+        asked = {
+            k: t.norm
             for k, t in enumerate(tokens)
-            if t.norm in self.kind_words
-            and free(t.start, t.end)
-            and all(_excluded(query, tokens[x].start, []) is None for x in range(max(0, k - 2), k + 1))
+            if t.norm in self.kind_words and free(t.start, t.end) and _excluded(query, t.start, []) is None
         }
+        implied: set[str] = set()
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
         stop = stop_stems()
@@ -312,13 +315,17 @@ class FilterExtractor:
             content = frozenset(s for s in permission_folded(stems) if s not in self.kind_words)
             kinds = frozenset(s for s in stems if s in self.kind_words)
             name_ok = functools.partial(self._names_match, query, tokens, i, j)
-            form = self._best(content, kinds, window, name_ok, frozenset(context))
+            form = self._best(content, kinds, window, name_ok, frozenset({*asked.values(), *implied}))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             if form.demonym and not self._demonym_of_items(tokens, i, j):
                 continue
-            if form.other_name and not self._whole_run(query, tokens, i, j):
-                continue  # "North Korea" and "New Britain" are other places
+            if (
+                form.other_name
+                and i > 0
+                and (tokens[i - 1].norm in _PLACE_PREFIXES or (i > 1 and tokens[i - 1].capital))
+            ):
+                continue  # "North Korea", "New Britain" and "Little Britain" are other places
             earlier = picked.get(form.field, [])
             excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:
@@ -329,7 +336,10 @@ class FilterExtractor:
                     continue
             refresh(*self._take(query, window, form, mark, picked, matches))
             if not excluded:
-                context |= self._kind_of(form)
+                implied |= self._kind_of(form)
+            else:
+                for x in range(i, j):
+                    asked.pop(x, None)
             if form.field not in self.values.list_fields and not excluded:  # "ecology, not machine learning"
                 scalar_taken.add(form.field)
         for i in range(n):  # surnames: "a Nolan film"
