@@ -338,6 +338,14 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("dramas, no spoilers, TV only", {("shelves", "eq", "TV Dramas"), SERIES}),
         ("Recommend Korea dramas", {("origin", "eq", "South Korea"), ("shelves", "eq", "Dramas"), FILM}),
         ("Little Britain comedies", {("shelves", "eq", "Comedies"), FILM}),
+        # third review: "and" joins two values only as their sole joiner; other names beside capitals
+        ("Korean movies between 2000 and 2010 set in Britain", {("origin", "eq", "South Korea"), FILM}),
+        (
+            "Comedies from Sweden, Britain",
+            {("origin", "in", ("Sweden", "United Kingdom")), ("shelves", "eq", "Comedies"), FILM},
+        ),
+        ("TV Shows Korea", {("origin", "eq", "South Korea"), SERIES}),
+        ("movies set in Korea Town", {FILM}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:

@@ -347,6 +347,10 @@ def test_a_question_keeps_what_sets_its_scene() -> None:
             ["taking vitamin A a day", "taking vitamin C a day"],
         ),
         (
+            "compare installing in Docker and installing on Linux in terms of speed",
+            ["installing in Docker in terms of speed", "installing on Linux in terms of speed"],
+        ),
+        (
             "compare the effects of caffeine on sleep with the effects of alcohol on sleep",
             ["the effects of caffeine on sleep", "the effects of alcohol on sleep"],
         ),

@@ -66,6 +66,8 @@ _NEXT_WORD = re.compile(
 
 
 _REGION_WORDS = frozenset({"latin", "south", "north", "central", "east", "west", "southeast", "northern", "southern"})
+# Two values of a one-value field joined by "and" alone mean either ("movies and TV shows"; no title is both)
+_AND_ONLY = re.compile(r"\s*(?:and|&)\s*", re.IGNORECASE)
 # Words that make another place of a country's other name ("North Korea", "New Britain")
 _PLACE_PREFIXES = _REGION_WORDS | {"new", "littl", "great", "upper", "lower"}
 # People a demonym may describe ("American actors", "a British band"): the person's, not the catalogue's country
@@ -320,19 +322,15 @@ class FilterExtractor:
                 continue
             if form.demonym and not self._demonym_of_items(tokens, i, j):
                 continue
-            if (
-                form.other_name
-                and i > 0
-                and (tokens[i - 1].norm in _PLACE_PREFIXES or (i > 1 and tokens[i - 1].capital))
-            ):
-                continue  # "North Korea", "New Britain" and "Little Britain" are other places
+            if form.other_name and not self._own_place(query, tokens, i, j):
+                continue  # "North Korea", "New Britain", "Little Britain" and "Korea Town" are other places
             earlier = picked.get(form.field, [])
             excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:
                 # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
                 gaps = [query[p.end : window[0].start] if p.end <= window[0].start else query[window[-1].end : p.start]
                         for p in earlier]  # fmt: skip
-                if not any(re.search(r"\b(?:or|and)\b|,|&", g) for g in gaps):  # "movies and TV shows": either
+                if not any(re.search(r"\bor\b|,", g) or _AND_ONLY.fullmatch(g) for g in gaps):
                     continue
             refresh(*self._take(query, window, form, mark, picked, matches))
             if not excluded:
@@ -382,6 +380,19 @@ class FilterExtractor:
             return True
         plural = after.word.endswith("s") and not after.word.endswith("ss") and after.norm != after.word
         return plural and after.norm not in _PERSON_STEMS
+
+    def _own_place(self, query: str, tokens: list[Token], i: int, j: int) -> bool:
+        """Whether a country's other name at ``tokens[i:j]`` stands alone: no place prefix before it, and no
+        capitalised word joined to it that is not the query's first word, a kind word or a word of a value."""
+
+        def joins(word: Token, a: Token, b: Token, first: bool) -> bool:
+            if not word.capital or first or word.norm in self.kind_words or self.values.forms(frozenset({word.norm})):
+                return False
+            return query[a.end : b.start].isspace()
+
+        if i > 0 and (tokens[i - 1].norm in _PLACE_PREFIXES or joins(tokens[i - 1], tokens[i - 1], tokens[i], i == 1)):
+            return False
+        return not (j < len(tokens) and joins(tokens[j], tokens[j - 1], tokens[j], False))
 
     def _names_match(self, query: str, tokens: list[Token], i: int, j: int, form: ValueForm) -> bool:
         """A person's name matches its own words in order, unstemmed; a one-word name only as the query's

@@ -291,7 +291,8 @@ def _parallel_parts(query: str, start: int, end: int) -> tuple[tuple[int, int], 
             b_start = start + m.end()
             words = list(re.finditer(r"\S+", query[b_start:end]))
             qualifier = _SHARED_QUALIFIER.search(query, b_start + words[1].end(), end) if len(words) > 1 else None
-            if qualifier is not None and qualifier.group(0).split()[0].lower() in left:
+            phrase = qualifier.group(0).strip() if qualifier is not None else ""
+            if phrase and re.search(rf"\b{re.escape(phrase)}\b", text[: m.start()], re.IGNORECASE):
                 qualifier = None  # each part has its own ("meals for kids and meals for adults")
             return (start, start + m.start()), (b_start, qualifier.start() if qualifier else end)
     return None
