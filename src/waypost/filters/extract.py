@@ -438,7 +438,7 @@ class FilterExtractor:
             mark(t.start, t.end)
         if excluded is not None:
             mark(excluded, start)
-        marked = (min(start, excluded if excluded is not None else start), end)
+        marked = (start if excluded is None else excluded, end)  # a cue starts before the value
         named = _NEXT_WORD.match(query, end)  # "a belt drive": the field's own name ending the phrase after a value
         if named is not None and _stem(named.group(1).lower()) in {_stem(w) for w in name_words(form.field)}:
             mark(named.start(1), named.end(1))

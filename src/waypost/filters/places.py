@@ -6,7 +6,8 @@ holds at least ``PLACE_FIELD_MIN`` values of the table (a field of countries or 
 ingredients that holds "Turkey"); abbreviations match only as written in capitals ("show us" is no country).
 Countries whose name is often something else (Turkey, Chile) are not in the table. The extractor reads a
 demonym as a country only before what the catalogue lists (``FilterExtractor``: "Indian movies", not "the
-Indian ocean" or "American actors")."""
+Indian ocean" or "American actors"), and another name ("Korea", "Britain") like the country's own, but not
+inside a longer place name ("North Korea", "New Britain")."""
 
 from __future__ import annotations
 
