@@ -74,7 +74,7 @@ def test_a_filter_on_a_field_only_one_collection_has_restricts_the_choice(three:
 
 def test_close_collections_are_fused_and_search_explains_the_choice(three: Engine) -> None:
     three.use_collection_selector(EmbeddingCollectionSelector(three, fuse_ratio=0.0))
-    result = three.search("moons of planets", k=4, strategy="hybrid")
+    result = three.search("cooking in space", k=4, strategy="hybrid")  # no collection near certain
     note = result.explanation.notes[0]
     assert note.startswith("collections ") and "by embedding" in note
     assert len(note.split(" chosen")[0].split(",")) == 3  # every collection, fused
@@ -173,6 +173,39 @@ def test_rare_names_weigh_more_than_common_words(engine: Engine) -> None:
     assert found["minutes"]["lexical"] == found["atlas"]["lexical"]
     assert found["atlas"]["rare"] > 2 * found["minutes"]["rare"] > 0.0
     assert EmbeddingCollectionSelector(engine).signals("the the", ["atlas"])["atlas"]["rare"] == 0.0  # no terms
+
+
+def test_terms_a_catalogue_holds_in_its_fields_count_as_held(engine: Engine) -> None:
+    # The catalogue's texts are plots: the year and the format live in its fields. A wiki page holds the
+    # same words in its text. Read as values of the catalogue's fields, they count as held there too.
+    shows = [
+        Document(f"s{i}", plot, metadata={"genre": genre, "year": year, "format": fmt})
+        for i, (plot, genre, year, fmt) in enumerate(
+            [
+                ("Office workers film a mockumentary about their paper company.", "comedy", 2005, "series"),
+                ("Two detectives chase a serial killer through a rainy city.", "crime", 2007, "film"),
+                ("A teacher turns to cooking a dangerous product in the desert.", "drama", 2008, "series"),
+            ]
+        )
+    ]
+    engine.collection("shows", create=True).add(shows)
+    engine.collection("wiki", create=True).add(
+        [Document("w", "The comedy series premiered in 2005 and ran for nine seasons.")]
+    )
+    query = "comedy series from 2005"
+    held = EmbeddingCollectionSelector(engine).signals(query, ["shows", "wiki"])
+    text_only = EmbeddingCollectionSelector(engine, fields_hold_terms=False).signals(query, ["shows", "wiki"])
+    assert text_only["shows"]["coverage"] < 1.0 and text_only["shows"]["rare"] < held["shows"]["rare"]
+    assert held["shows"]["coverage"] == held["shows"]["lexical"] == held["shows"]["rare"] == 1.0
+    assert held["wiki"] == text_only["wiki"]  # no fields, nothing held
+    chance = EmbeddingCollectionSelector(engine).select(query, ["shows", "wiki"]).scores["shows"]
+    text_chance = EmbeddingCollectionSelector(engine, fields_hold_terms=False).select(query, ["shows", "wiki"])
+    assert chance > 2 * text_chance.scores["shows"]
+    # a query the fields do not read is scored on the text alone
+    plain = "a mockumentary about a paper company"
+    assert EmbeddingCollectionSelector(engine).signals(plain, ["shows"]) == EmbeddingCollectionSelector(
+        engine, fields_hold_terms=False
+    ).signals(plain, ["shows"])
 
 
 class ScriptedLLM:

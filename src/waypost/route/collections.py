@@ -18,6 +18,11 @@ collection) read through the collection's index (never its name or field names):
 - ``exemplar`` (learned): the mean cosine to the 5 nearest past queries known to belong to the collection
   (``exemplars``, e.g. training queries or queries users confirmed); 0 without them.
 
+A term the filter extractor reads as a value of a metadata field ("2005" as a year, "series" as a type)
+counts, in ``coverage``, ``lexical`` and ``rare``, as held by every chunk: the rows the filter keeps hold
+it, in their fields rather than their text (``fields_hold_terms``; off, such terms count only where the
+chunk text has them). With it, ``metadata`` adds nothing the term signals miss, and its fitted weight is 0.
+
 A linear score over them (weights fit as a conditional logit on training queries: see
 ``benchmarks/bench_collections.py``) goes through a softmax over the collections, which makes the
 confidence a calibrated probability. Collections whose probability is within ``fuse_ratio`` of the best
@@ -59,21 +64,23 @@ SIGNALS = (
 )  # fmt: skip
 EXEMPLAR_K = 5
 # Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
-# queries of six sets; benchmarks/bench_collections.py --fit; refit 2026-11-27 with the ``rare`` signal, which
-# lowered the 5-fold cross-validated log loss on those queries from 0.0419 to 0.0361). The weights' scale is
-# the softmax's inverse temperature, so the same fit calibrates the confidence.
+# queries of six sets; benchmarks/bench_collection_signals.py). Refit 2026-11-27 with ``rare`` (5-fold
+# cross-validated log loss 0.0419 -> 0.0361) and 2026-11-28 with terms held by metadata fields
+# (0.0361 -> 0.0329, fit without ``metadata``, which the held terms make redundant: with it, 0.0326 and a
+# weight of -0.3). The weights' scale is the softmax's inverse temperature, so the same fit calibrates the
+# confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 2.994,
-    "sample": 1.788,
-    "centroid": 2.008,
+    "probe": 2.837,
+    "sample": 1.733,
+    "centroid": 1.947,
     # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
     # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
-    "description": 2.008,
-    "language": 0.39,
-    "coverage": 2.51,
-    "lexical": 2.448,
-    "rare": 2.812,
-    "metadata": 1.67,
+    "description": 1.947,
+    "language": 0.385,
+    "coverage": 2.448,
+    "lexical": 2.61,
+    "rare": 2.944,
+    "metadata": 0.0,
 }
 SAMPLE_SIZE = 200
 PROBE_K = 3
@@ -140,8 +147,10 @@ class EmbeddingCollectionSelector:
         fuse_ratio: float = FUSE_RATIO,
         sample_size: int = SAMPLE_SIZE,
         exemplars: Mapping[str, Sequence[str]] | None = None,
+        fields_hold_terms: bool = True,
     ) -> None:
         self.engine = engine
+        self.fields_hold_terms = fields_hold_terms
         self.exemplars = {name: list(texts) for name, texts in (exemplars or {}).items() if texts}
         self._exemplar_vectors: dict[str, Vector] = {}
         if self.exemplars:
@@ -224,6 +233,7 @@ class EmbeddingCollectionSelector:
             if prof.model not in vectors:
                 vectors[prof.model] = np.asarray(self.engine.embedder(prof.model).embed_query(query), np.float32)
             q = vectors[prof.model]
+            share, held = _metadata_reading(index, query, language) if prof.fields else (0.0, frozenset())
             _pos, top = index.dense.search(q, PROBE_K, index.live)
             out[name] = {
                 "probe": float(np.mean(top)) if len(top) else 0.0,
@@ -231,8 +241,8 @@ class EmbeddingCollectionSelector:
                 "centroid": float(prof.centroid @ q),
                 "description": 0.0 if prof.description_vector is None else float(prof.description_vector @ q),
                 "language": prof.languages.get(language, 0.0),
-                **_term_signals(index, query, language),
-                "metadata": _metadata_share(index, query) if prof.fields else 0.0,
+                **_term_signals(index, query, language, held if self.fields_hold_terms else frozenset()),
+                "metadata": share,
                 "exemplar": _nearest_mean(self.exemplar_vectors(name), q, skip_identical) if self.exemplars else 0.0,
             }
         return out
@@ -328,21 +338,32 @@ def _live_vectors(index: IndexSet, dim: int) -> Vector:
     return np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
 
 
-def _term_signals(index: IndexSet, query: str, language: str) -> dict[str, float]:
-    """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection),
-    ``lexical`` (the share that the best single chunk holds) and ``rare`` (that share weighted by IDF)."""
+def _analysis_language(index: IndexSet, language: str) -> str:
     if language not in index.languages:
-        language = max(index.languages, key=lambda k: index.languages[k]) if index.languages else language
-    terms = set(index.analyzers(language).terms(query))
+        return max(index.languages, key=lambda k: index.languages[k]) if index.languages else language
+    return language
+
+
+def _term_signals(index: IndexSet, query: str, language: str, held: frozenset[str] = frozenset()) -> dict[str, float]:
+    """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection),
+    ``lexical`` (the share that the best single chunk holds) and ``rare`` (that share weighted by IDF).
+    ``held``: terms the collection's metadata holds (read as values of its fields): they count as
+    occurring in every chunk, as the rows the filter keeps hold them."""
+    terms = set(index.analyzers(_analysis_language(index, language)).terms(query))
     if not terms:
         return {"coverage": 0.0, "lexical": 0.0, "rare": 0.0}
+    held = frozenset(held & terms)
     stats = index.chunk_stats
     df = stats.df
     ids = index.vocab.ids
-    known = [ids[t] for t in terms if t in ids and ids[t] < df.shape[0] and df[ids[t]] > 0]
+    in_text = {t: ids[t] for t in terms if t in ids and ids[t] < df.shape[0] and df[ids[t]] > 0}
+    known = [i for t, i in in_text.items() if t not in held]
     # a term's weight is its IDF here; a term the collection lacks weighs as much as its rarest could
     unseen = math.log(1.0 + max(1, stats.rows))
     idf = {term: math.log(1.0 + max(1, stats.rows) / float(df[term])) for term in known}
+    held_weight = sum(
+        math.log(1.0 + max(1, stats.rows) / float(df[in_text[t]])) if t in in_text else unseen for t in held
+    )
     matched = np.zeros(len(index), dtype=np.int32)
     weighted = np.zeros(len(index), dtype=np.float64)
     for segment, offset in zip(index.segments, index.offsets, strict=True):
@@ -356,10 +377,14 @@ def _term_signals(index: IndexSet, query: str, language: str) -> dict[str, float
     if index.live is not None:
         matched[~index.live] = 0
         weighted[~index.live] = 0.0
-    best = int(matched.max()) if len(matched) else 0
-    total = sum(idf.values()) + unseen * (len(terms) - len(known))
-    rare = float(weighted.max()) / total if len(weighted) and total > 0 else 0.0
-    return {"coverage": len(known) / len(terms), "lexical": best / len(terms), "rare": rare}
+    best = (int(matched.max()) if len(matched) else 0) + len(held)
+    total = sum(idf.values()) + held_weight + unseen * (len(terms) - len(known) - len(held))
+    rare = (float(weighted.max()) if len(weighted) else 0.0) + held_weight
+    return {
+        "coverage": (len(known) + len(held)) / len(terms),
+        "lexical": best / len(terms),
+        "rare": rare / total if total > 0 else 0.0,
+    }
 
 
 def _nearest_mean(vectors: Vector | None, q: Vector, skip_identical: bool) -> float:
@@ -374,15 +399,18 @@ def _nearest_mean(vectors: Vector | None, q: Vector, skip_identical: bool) -> fl
     return float(top.mean())
 
 
-def _metadata_share(index: IndexSet, query: str) -> float:
-    """The share of the query's words the collection's filter extractor turns into conditions."""
+def _metadata_reading(index: IndexSet, query: str, language: str) -> tuple[float, frozenset[str]]:
+    """The share of the query's words the collection's filter extractor turns into conditions, and the
+    terms of those words (the query's terms its semantic remainder lacks)."""
     words = len(query.split())
     if not words:
-        return 0.0
+        return 0.0, frozenset()
     extraction = index.extractor().extract(query)
     if extraction.filter is None:
-        return 0.0
-    return max(0.0, 1.0 - len(extraction.semantic_query.split()) / words)
+        return 0.0, frozenset()
+    analyzer = index.analyzers(_analysis_language(index, language))
+    held = frozenset(analyzer.terms(query)) - frozenset(analyzer.terms(extraction.semantic_query))
+    return max(0.0, 1.0 - len(extraction.semantic_query.split()) / words), held
 
 
 # -- the LLM selector ---------------------------------------------------------------------------------
