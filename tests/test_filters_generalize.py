@@ -167,3 +167,10 @@ def test_filters_do_not_import_the_index() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith("waypost.index"), f"{path.name} imports {node.module}"
+
+
+def test_the_words_read_as_values_are_reported(movie_extractor: FilterExtractor) -> None:
+    # stage 1 counts them as terms the catalogue holds: never the request, question or stop words
+    assert movie_extractor.extract("Show me thriller movies from the 2010s").read_words == ["thriller", "2010s"]
+    assert movie_extractor.extract("what is a good movie about space").read_words == []
+    assert movie_extractor.extract("Which thriller movies are there?").read_words == ["thriller"]

@@ -99,6 +99,9 @@ class Extraction:
     filter: Filter | None
     semantic_query: str
     matches: list[str] = field(default_factory=list)
+    # the query's words read as values or field names (no request, cue or stop words): what the filter's
+    # rows hold in their fields
+    read_words: list[str] = field(default_factory=list)
 
     @property
     def conditions(self) -> list[Condition]:
@@ -199,13 +202,12 @@ class FilterExtractor:
                         matches.append(f"{c.value!r} implies {other} = {v!r}")
         if not conds:
             return Extraction(None, query.strip(), matches)
-        rest = [t for t in tokenize(query, {}) if free(t.start, t.end)]
-        words = [
-            query[t.start : t.end]
-            for t in rest
-            if t.norm not in stop_stems() and query[t.start : t.end].lower() not in stop_stems()
-        ]
-        return Extraction(all_of(list(conds)), " ".join(words), matches)
+        stop = stop_stems()
+        content = [t for t in tokenize(query, {}) if t.norm not in stop and query[t.start : t.end].lower() not in stop]
+        words = [query[t.start : t.end] for t in content if free(t.start, t.end)]
+        opener = request.end() if request else 0
+        read = [query[t.start : t.end] for t in content if t.start >= opener and not free(t.start, t.end)]
+        return Extraction(all_of(list(conds)), " ".join(words), matches, read)
 
     def _codes(self, query: str, free: Free, mark: Mark, matches: list[str]) -> dict[str, list[Picked]]:
         """Code values ("PG-13", "HP"), as picks that ``_words`` completes with the values of the same field

@@ -65,21 +65,21 @@ SIGNALS = (
 EXEMPLAR_K = 5
 # Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
 # queries of six sets; benchmarks/bench_collection_signals.py). Refit 2026-11-27 with ``rare`` (5-fold
-# cross-validated log loss 0.0419 -> 0.0361) and 2026-11-28 with terms held by metadata fields
-# (0.0361 -> 0.0329, fit without ``metadata``, which the held terms make redundant: with it, 0.0326 and a
-# weight of -0.3). The weights' scale is the softmax's inverse temperature, so the same fit calibrates the
+# cross-validated log loss 0.0419 -> 0.0361) and 2026-11-28 with the terms read as field values held
+# (0.0361 -> 0.0326, fit without ``metadata``, which the held terms make redundant: with it, 0.0327 and a
+# weight of 0.1). The weights' scale is the softmax's inverse temperature, so the same fit calibrates the
 # confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 2.837,
-    "sample": 1.733,
-    "centroid": 1.947,
+    "probe": 2.821,
+    "sample": 1.71,
+    "centroid": 1.932,
     # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
     # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
-    "description": 1.947,
-    "language": 0.385,
-    "coverage": 2.448,
-    "lexical": 2.61,
-    "rare": 2.944,
+    "description": 1.932,
+    "language": 0.383,
+    "coverage": 2.421,
+    "lexical": 2.686,
+    "rare": 3.014,
     "metadata": 0.0,
 }
 SAMPLE_SIZE = 200
@@ -401,15 +401,14 @@ def _nearest_mean(vectors: Vector | None, q: Vector, skip_identical: bool) -> fl
 
 def _metadata_reading(index: IndexSet, query: str, language: str) -> tuple[float, frozenset[str]]:
     """The share of the query's words the collection's filter extractor turns into conditions, and the
-    terms of those words (the query's terms its semantic remainder lacks)."""
+    terms of the words it read as values or field names."""
     words = len(query.split())
     if not words:
         return 0.0, frozenset()
     extraction = index.extractor().extract(query)
     if extraction.filter is None:
         return 0.0, frozenset()
-    analyzer = index.analyzers(_analysis_language(index, language))
-    held = frozenset(analyzer.terms(query)) - frozenset(analyzer.terms(extraction.semantic_query))
+    held = frozenset(index.analyzers(_analysis_language(index, language)).terms(" ".join(extraction.read_words)))
     return max(0.0, 1.0 - len(extraction.semantic_query.split()) / words), held
 
 
