@@ -50,6 +50,12 @@ SPLIT = [
     ("postgres vs mysql for analytics", ["postgres for analytics", "mysql for analytics"]),
     # parallel parts: the "with" inside the first is no separator, the words after the second are its own
     ("compare installing with Docker and installing on Linux", ["installing with Docker", "installing on Linux"]),
+    # titles with capitalised function words stay whole; a descriptor stays with its own name
+    (
+        "Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?",
+        ["the Woman's Viewpoint, British", "Pick Me Up, British"],
+    ),
+    ("Did Gone With The Wind and Casablanca win Oscars?", ["Gone With The Wind win", "Casablanca win"]),
     # a head said in each part stays in each, once
     (
         "Compare the cost of living in Paris with the cost of living in Berlin",
@@ -72,6 +78,8 @@ SINGLE = [
     "Any thriller movies from the 2010s",
     "How are cats and dogs different in temperament?",
     "Between 1990 and 1995, which films won awards?",
+    # a verb after "and" starts no second name
+    "What comedy franchise was produced by Peter Rogers and starred Dilys Laye?",
 ]
 
 
@@ -82,6 +90,12 @@ def test_multi_part_questions_split_one_sub_query_per_part(query: str, parts: li
     for part, sub in zip(parts, plan.sub_queries, strict=True):
         assert part.lower() in sub.lower(), (part, sub)
     assert "split" in plan.reasoning
+
+
+def test_a_descriptor_and_a_title_stay_with_their_own_name() -> None:
+    assert RulePlanner().plan("Compare singer Adele and rapper Drake").sub_queries == ["singer Adele", "rapper Drake"]
+    titles = RulePlanner().plan("Did Gone With The Wind and Casablanca win Oscars?").sub_queries
+    assert titles == ["Gone With The Wind win Oscars", "Casablanca win Oscars"]
 
 
 def test_the_shared_predicate_goes_to_every_part() -> None:

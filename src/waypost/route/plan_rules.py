@@ -129,6 +129,8 @@ def _left_conjunct(words: Sequence[Token], i: int) -> int | None:
             j -= 1
         elif prev.lower in CONNECTORS - {"and", "the"} and j - 2 >= 0 and _entity_word(words[j - 2]):
             j -= 2
+        elif (inside := _title_words_before(words, j)) is not None:
+            j = inside
         else:
             break
     # a descriptor of up to two lowercase words, kept only when an article or a comma closes it
@@ -145,6 +147,34 @@ def _left_conjunct(words: Sequence[Token], i: int) -> int | None:
     if j - 1 >= 0 and words[j - 1].lower in ARTICLES:
         return j - 1
     return j
+
+
+_NOT_IN_TITLES = frozenset({"and", "or", "&", "nor", "but", "vs", "versus", "than", "both", "either", "neither"})
+
+
+def _title_word(word: Token) -> bool:
+    """A capitalised function word, as inside a title ("Pick Me Up", "Gone With The Wind")."""
+    return word.text[:1].isupper() and word.lower in FUNCTION_WORDS and word.lower not in _NOT_IN_TITLES
+
+
+def _title_words_after(words: Sequence[Token], j: int) -> int | None:
+    """Index of the name word after a run of title words following ``words[j]``, if the run is inside a name."""
+    x = j + 1
+    while x < len(words) and _title_word(words[x]) and not words[x - 1].closes:
+        x += 1
+    if x == j + 1 or x >= len(words) or words[x - 1].closes or not _entity_word(words[x]):
+        return None
+    return x
+
+
+def _title_words_before(words: Sequence[Token], j: int) -> int | None:
+    """Index of the name word before a run of title words preceding ``words[j]``, if the run is inside a name."""
+    x = j - 1
+    while x >= 0 and _title_word(words[x]) and not words[x].closes:
+        x -= 1
+    if x == j - 1 or x < 0 or words[x].closes or not _entity_word(words[x]):
+        return None
+    return x
 
 
 def _descriptor(word: Token) -> bool:
@@ -168,6 +198,8 @@ def _right_conjunct(words: Sequence[Token], i: int) -> int | None:
         nxt = words[j + 1] if j + 1 < len(words) else None
         if nxt is not None and _entity_word(nxt):
             j += 1
+        elif (inside := _title_words_after(words, j)) is not None:
+            j = inside
         elif (
             nxt is not None
             and nxt.lower in CONNECTORS - {"and", "the"}
@@ -207,6 +239,16 @@ def find_entity_coordination(query: str) -> Coordination | None:
         end = _right_conjunct(words, i)
         if start is None or end is None:
             continue
+        bare = 0  # descriptor words opening the right conjunct with no article: "and rapper Drake"
+        while bare < 2 and i + 1 + bare < len(words) and _descriptor(words[i + 1 + bare]):
+            bare += 1
+        if bare and not (words[start].lower in ARTICLES or _descriptor(words[start])):
+            lead = start
+            while lead > 0 and start - lead < bare and _descriptor(words[lead - 1]):
+                lead -= 1
+            if lead == start:  # "produced by Peter Rogers and starred Dilys Laye": a verb, not a second name
+                continue
+            start = lead  # "singer Adele and rapper Drake": each name with its own descriptor
         spans = [(start, i)]
         # "A, B and C": earlier names separated by commas
         k = start
