@@ -294,8 +294,8 @@ def test_second_review_readings() -> None:
 
 
 def streaming() -> FilterExtractor:
-    """An invented streaming catalogue whose shelves hold films or series only: "Dramas" are films, "TV Dramas"
-    and "Nordic TV Shows" series."""
+    """An invented streaming catalogue whose shelves hold films or series only: "Dramas" are films, "TV Dramas",
+    "Nordic TV Shows" and "Korean TV Shows" series."""
     rows: list[dict[str, Any]] = []
     origins = ["Sweden", "Norway", "Denmark", "South Korea", "United Kingdom"]
     for i in range(40):
@@ -303,6 +303,8 @@ def streaming() -> FilterExtractor:
         shelves = ["Dramas" if i % 4 == 0 else "Comedies"] if film else ["TV Dramas" if i % 4 == 1 else "TV Comedies"]
         if not film and i % 3 == 0:
             shelves.append("Nordic TV Shows")
+        if not film and origins[i % 5] == "South Korea":
+            shelves.append("Korean TV Shows")
         rows.append({"format": "Movie" if film else "TV Show", "shelves": shelves, "origin": origins[i % 5]})
     return extractor_of(rows)
 
@@ -346,6 +348,12 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ),
         ("TV Shows Korea", {("origin", "eq", "South Korea"), SERIES}),
         ("movies set in Korea Town", {FILM}),
+        # kinds asked together: a value of one kind would drop the other ("Korean TV Shows" holds no film)
+        ("Korean TV shows and movies", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
+        ("Korean movies or series", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
+        ("Korean TV shows", {("shelves", "eq", "Korean TV Shows"), SERIES}),
+        # an excluded kind: the other kind's value ("Dramas" are films only)
+        ("dramas, not movies", {("shelves", "eq", "TV Dramas"), ("format", "ne", "Movie")}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:

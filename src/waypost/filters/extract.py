@@ -31,7 +31,7 @@ from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
 from waypost.filters.model import And, Condition, Filter, Op, all_of
-from waypost.filters.negation import EXCLUDED_BEFORE
+from waypost.filters.negation import Picked, excluded_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
@@ -84,14 +84,6 @@ _FREE = re.compile(
     re.IGNORECASE,
 )
 _NEXT_VALUE_WORD = re.compile(r"\s+(\w+)")
-# "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
-# "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
-_NO_ASKS = re.compile(
-    r"\b(?:there|there's|is|are|was|were|seen|saw|found|heard|know|knew)\s+(?:\w+ly\s+)?$", re.IGNORECASE
-)
-_NO_WORD = re.compile(r"no\b", re.IGNORECASE)
-_FINE_AFTER = re.compile(r"\s+(?:is|are)\s+(?:fine|ok|okay|good|great|welcome|allowed)\b", re.IGNORECASE)
-_ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|and|,\s*or|,\s*nor)\s*$", re.IGNORECASE)  # after an excluded value
 
 
 @dataclass
@@ -215,7 +207,7 @@ class FilterExtractor:
         codes: dict[str, list[Picked]] = {}
         for m, name, value in self.values.code_matches(query):
             if free(m.start(), m.end()) and value not in [p.value for p in codes.get(name, [])]:
-                excluded = _excluded(query, m.start(), codes.get(name, []), m.end())
+                excluded = excluded_start(query, m.start(), codes.get(name, []), m.end())
                 start = excluded if excluded is not None else m.start()
                 mark(start, m.end())
                 codes.setdefault(name, []).append(Picked(m.start(), m.end(), value, excluded is not None))
@@ -293,8 +285,17 @@ class FilterExtractor:
         asked = {
             k: t.norm
             for k, t in enumerate(tokens)
-            if t.norm in self.kind_words and free(t.start, t.end) and _excluded(query, t.start, []) is None
+            if t.norm in self.kind_words and free(t.start, t.end) and excluded_start(query, t.start, []) is None
         }
+        # kinds excluded ("dramas, not movies"): a value of only those kinds yields to one of another kind
+        avoided = frozenset(
+            t.norm
+            for t in tokens
+            if t.norm in self.kind_words and free(t.start, t.end) and excluded_start(query, t.start, []) is not None
+        )
+        # kinds asked together ("Korean TV shows and movies"): no value named with one of them takes it, as
+        # the words before them describe both
+        together = self._kinds_together(tokens)
         implied: set[str] = set()
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
@@ -312,6 +313,8 @@ class FilterExtractor:
             window = tokens[i:j]
             if not all(unread[i:j]) or window[0].norm in stop or window[-1].norm in stop:
                 continue
+            if together and any(x in together and tokens[i].norm not in self.kind_words for x in range(i, j)):
+                continue
             inner = {t.word for t in window[1:-1]}
             if inner & {"or", "nor"}:  # "heated seats or leather seats" holds two values, not one
                 continue
@@ -319,7 +322,8 @@ class FilterExtractor:
             content = frozenset(s for s in permission_folded(stems) if s not in self.kind_words)
             kinds = frozenset(s for s in stems if s in self.kind_words)
             name_ok = functools.partial(self._names_match, query, tokens, i, j)
-            form = self._best(content, kinds, window, name_ok, frozenset({*asked.values(), *implied}))
+            context = frozenset({*asked.values(), *implied})
+            form = self._best(content, kinds, window, name_ok, context, avoided, bool(together))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             if form.demonym and not self._demonym_of_items(tokens, i, j):
@@ -327,7 +331,7 @@ class FilterExtractor:
             if form.other_name and not self._own_place(query, tokens, i, j):
                 continue  # "North Korea", "New Britain", "Little Britain" and "Korea Town" are other places
             earlier = picked.get(form.field, [])
-            excluded = _excluded(query, window[0].start, earlier, window[-1].end) is not None
+            excluded = excluded_start(query, window[0].start, earlier, window[-1].end) is not None
             if form.field in scalar_taken and not excluded:
                 # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
                 gaps = [query[p.end : window[0].start] if p.end <= window[0].start else query[window[-1].end : p.start]
@@ -368,6 +372,18 @@ class FilterExtractor:
                 conds.extend(Condition(name, Op.EQ, v) for v in values)
             elif values:
                 conds.append(Condition(name, Op.IN, values))
+
+    def _kinds_together(self, tokens: list[Token]) -> set[int]:
+        """Indices of kind words joined by "and"/"or" to another kind ("TV shows and movies", "films or
+        series"), with at most one other word between them."""
+        kinds = [x for x, t in enumerate(tokens) if t.norm in self.kind_words]
+        out: set[int] = set()
+        for a, b in itertools.combinations(kinds, 2):
+            between = [t.word for t in tokens[a + 1 : b]]
+            joiners = [w for w in between if w in ("and", "or")]
+            if tokens[a].norm != tokens[b].norm and len(joiners) == 1 and len(between) <= 2:
+                out |= {a, b}
+        return out
 
     def _demonym_of_items(self, tokens: list[Token], i: int, j: int) -> bool:
         """A demonym names a country before what the catalogue lists: a kind word, a value, or a plural that is
@@ -435,7 +451,7 @@ class FilterExtractor:
     ) -> tuple[int, int]:
         """Read ``form`` at ``window``; returns the span of the query it marked read."""
         start, end = window[0].start, window[-1].end
-        excluded = _excluded(query, start, picked.get(form.field, []), end)
+        excluded = excluded_start(query, start, picked.get(form.field, []), end)
         for t in window:
             mark(t.start, t.end)
         if excluded is not None:
@@ -459,13 +475,22 @@ class FilterExtractor:
         window: list[Token],
         name_ok: Callable[[ValueForm], bool],
         context: frozenset[str] = frozenset(),
+        avoided: frozenset[str] = frozenset(),
+        several_kinds: bool = False,
     ) -> ValueForm | None:
         """The value ``window`` names. ``kinds``: the window's own kind words; ``context``: the kinds the rest
         of the query asks for or its values imply. A value whose own name says another kind is refused
         ("Korean movies" is no 'Korean TV Shows'), and one the data only ever finds with another kind yields
         to one found with this kind ("Korean dramas": 'TV Dramas', not the films' 'Dramas'); either
-        conjunction would hold no row."""
+        conjunction would hold no row. ``avoided``: kinds the query excludes; a value found only with them
+        yields to another ("dramas, not movies": 'TV Dramas'). ``several_kinds``: the query asks for several
+        kinds together, so a value of no particular kind comes first ("Korean TV shows and movies": the country,
+        not the series shelf)."""
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
+        if several_kinds and not kinds:
+            candidates = [f for f in candidates if not f.kinds and not self._kind_of(f)] or candidates
+        if avoided and not kinds:
+            candidates = [f for f in candidates if not (self._kind_of(f) and self._kind_of(f) <= avoided)] or candidates
         if context and not kinds:
             candidates = [f for f in candidates if not f.kinds or f.kinds & context]
             if any(self._kind_of(f) & context for f in candidates):
@@ -491,32 +516,6 @@ class FilterExtractor:
 
 Free = Callable[[int, int], bool]
 Mark = Callable[[int, int], None]
-
-
-@dataclass(frozen=True, order=True)
-class Picked:
-    """A value read from the query at ``start:end``; ``excluded``: the query asks for anything but it."""
-
-    start: int
-    end: int
-    value: str
-    excluded: bool = False
-
-
-def _excluded(query: str, start: int, earlier: list[Picked], end: int | None = None) -> int | None:
-    """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for another
-    value of an excluded one's list ("not diesel or petrol", "not from India and Pakistan"), ``start`` itself;
-    ``None``: not excluded. A comma before "and" ends the list, and so does a wanted value ("not horror and
-    dramas are fine"); ``end``: where the value ends."""
-    m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
-    if m is not None and not (_NO_WORD.match(m.group(0)) and _NO_ASKS.search(query, 0, m.start())):
-        return m.start()
-    last = max(earlier, default=None)
-    if last is None or not last.excluded or last.end > start or not _ALTERNATIVE.match(query[last.end : start]):
-        return None
-    if end is not None and _FINE_AFTER.match(query, end):
-        return None
-    return start
 
 
 def _one_of(name: str, values: list[str], excluded: bool) -> Condition:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # A value right after one of these is excluded ("not diesel", "non-diesel", "without Kubernetes", "anything
 # but a manual", "wines not from France", "jobs not requiring Kubernetes", "a bike with no lights", "neither
@@ -18,10 +19,45 @@ _CONTAINING = (
 )
 EXCLUDED_BEFORE = re.compile(
     r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't|don't|doesn't|didn't)"
-    r"|(?<![\w'])no"  # but see _NO_ASKS
+    r"|(?<![\w'])no"  # but see NO_ASKS
     r"|\bother\s+than|\bany(?:thing|where|one|body)\s+(?:but|except)|\bbut\s+not|\bw/o)"
     rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|on|by|of|with|for|being))*[\s-]*$",
     re.IGNORECASE,
 )
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
+
+# "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
+# "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
+NO_ASKS = re.compile(
+    r"\b(?:there|there's|is|are|was|were|seen|saw|found|heard|know|knew)\s+(?:\w+ly\s+)?$", re.IGNORECASE
+)
+_NO_WORD = re.compile(r"no\b", re.IGNORECASE)
+_FINE_AFTER = re.compile(r"\s+(?:is|are)\s+(?:fine|ok|okay|good|great|welcome|allowed)\b", re.IGNORECASE)
+_ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|and|,\s*or|,\s*nor)\s*$", re.IGNORECASE)  # after an excluded value
+
+
+@dataclass(frozen=True, order=True)
+class Picked:
+    """A value read from the query at ``start:end``; ``excluded``: the query asks for anything but it."""
+
+    start: int
+    end: int
+    value: str
+    excluded: bool = False
+
+
+def excluded_start(query: str, start: int, earlier: list[Picked], end: int | None = None) -> int | None:
+    """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for another
+    value of an excluded one's list ("not diesel or petrol", "not from India and Pakistan"), ``start`` itself;
+    ``None``: not excluded. A comma before "and" ends the list, and so does a wanted value ("not horror and
+    dramas are fine"); ``end``: where the value ends."""
+    m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
+    if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
+        return m.start()
+    last = max(earlier, default=None)
+    if last is None or not last.excluded or last.end > start or not _ALTERNATIVE.match(query[last.end : start]):
+        return None
+    if end is not None and _FINE_AFTER.match(query, end):
+        return None
+    return start
