@@ -352,6 +352,7 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("Korean TV shows and movies", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
         ("Korean movies or series", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
         ("Korean TV shows", {("shelves", "eq", "Korean TV Shows"), SERIES}),
+        ("non-Nordic TV comedies", {("shelves", "ne", "Nordic TV Shows"), ("shelves", "eq", "TV Comedies"), SERIES}),
         # an excluded kind: the other kind's value ("Dramas" are films only)
         ("dramas, not movies", {("shelves", "eq", "TV Dramas"), ("format", "ne", "Movie")}),
     ],

@@ -315,6 +315,8 @@ class FilterExtractor:
                 continue
             if together and any(x in together and tokens[i].norm not in self.kind_words for x in range(i, j)):
                 continue
+            if j - i > 1 and query[max(0, window[0].start - 4) : window[0].start].lower() == "non-":
+                continue  # "non-" negates its own word: "non-Nordic TV comedies" are TV comedies
             inner = {t.word for t in window[1:-1]}
             if inner & {"or", "nor"}:  # "heated seats or leather seats" holds two values, not one
                 continue
