@@ -274,12 +274,6 @@ _COMPARE = re.compile(
     r"(?=\s+(?:in\s+terms\s+of|for|on|when|regarding|with\s+respect\s+to|is|are|was|were|has|have|had|did|does|do)\b|[,?;.]|$)",
     re.IGNORECASE,
 )
-# "How does X compare to Y ...?": the verb between the parts
-_HOW_COMPARE = re.compile(
-    r"\bhow\s+(?:does|do|did|would|will|could|might)\s+(?:the\s+)?(?P<a>[^,?;]+?)\s+compare\s+(?:to|with|against)\s+"
-    r"(?P<b>[^,?;]+?)(?=\s+(?:in\s+terms\s+of|for|on|when|regarding|as|with\s+respect\s+to)\b|[,?;.]|$)",
-    re.IGNORECASE,
-)
 _VERSUS = re.compile(
     r"(?<![\w.+#-])(?P<a>[\w.+#-]+(?:\s+[\w.+#-]+)?)\s+(?:vs\.?|versus)\s+(?P<b>[\w.+#-]+(?:\s+[\w.+#-]+){0,2}?)"
     r"(?=\s+(?:for|on|in|when|with|regarding)\b|[,?;.]|$)",
@@ -289,9 +283,8 @@ _VERSUS = re.compile(
 
 def find_cue_coordination(query: str) -> Coordination | None:
     """Explicit comparisons, where common nouns may be the parts: "compare X and Y", "difference between
-    X and Y", "which of X or Y", "how does X compare to Y", "X vs Y". In "compare the P of X and Y" the
-    shared "the P of" goes to each."""
-    m = _COMPARE.search(query) or _HOW_COMPARE.search(query) or _VERSUS.search(query)
+    X and Y", "which of X or Y", "X vs Y". In "compare the P of X and Y" the shared "the P of" goes to each."""
+    m = _COMPARE.search(query) or _VERSUS.search(query)
     if m is None:
         return None
     a_start, a_end = m.span("a")
@@ -306,7 +299,7 @@ def find_cue_coordination(query: str) -> Coordination | None:
     of = a_text.lower().rfind(" of ")
     b_text = re.sub(r"^(?:the|a|an)\s+", "", query[b_span[0] : b_span[1]].lower())
     repeated = parallel is not None or (of >= 0 and b_text.startswith(a_text[: of + 4].lower()))
-    if of >= 0 and m.re is not _VERSUS and not repeated:
+    if of >= 0 and m.re is _COMPARE and not repeated:
         a_start += of + 4  # the shared "the battery life of" stays outside the conjunct
     elif repeated and b_text != query[b_span[0] : b_span[1]].lower():
         article = re.search(r"\b(?:the|a|an)\s+$", query[:a_start], re.IGNORECASE)
