@@ -157,8 +157,24 @@ def _title_word(word: Token) -> bool:
     return word.text[:1].isupper() and word.lower in FUNCTION_WORDS and word.lower not in _NOT_IN_TITLES
 
 
+def _bare_descriptor(word: Token) -> bool:
+    """A descriptor that may open a name with no article ("rapper Drake"); a name's particle ("van Gogh") is
+    the name's own."""
+    return _descriptor(word) and word.lower not in CONNECTORS
+
+
+@lru_cache(maxsize=1024)
+def _title_cased(words: tuple[Token, ...]) -> bool:
+    """Most function words after the first word are capitalised: the query is written in title case, where
+    capitals say nothing about names ("Did Paris And Berlin Host The Olympics?")."""
+    function = [w for w in words[1:] if w.lower in FUNCTION_WORDS]
+    return bool(function) and sum(w.text[:1].isupper() for w in function) * 3 > 2 * len(function)
+
+
 def _title_words_after(words: Sequence[Token], j: int) -> int | None:
     """Index of the name word after a run of title words following ``words[j]``, if the run is inside a name."""
+    if _title_cased(tuple(words)):
+        return None
     x = j + 1
     while x < len(words) and _title_word(words[x]) and not words[x - 1].closes:
         x += 1
@@ -169,6 +185,8 @@ def _title_words_after(words: Sequence[Token], j: int) -> int | None:
 
 def _title_words_before(words: Sequence[Token], j: int) -> int | None:
     """Index of the name word before a run of title words preceding ``words[j]``, if the run is inside a name."""
+    if _title_cased(tuple(words)):
+        return None
     x = j - 1
     while x >= 0 and _title_word(words[x]) and not words[x].closes:
         x -= 1
@@ -240,15 +258,16 @@ def find_entity_coordination(query: str) -> Coordination | None:
         if start is None or end is None:
             continue
         bare = 0  # descriptor words opening the right conjunct with no article: "and rapper Drake"
-        while bare < 2 and i + 1 + bare < len(words) and _descriptor(words[i + 1 + bare]):
+        while bare < 2 and i + 1 + bare < len(words) and _bare_descriptor(words[i + 1 + bare]):
             bare += 1
         if bare and not (words[start].lower in ARTICLES or _descriptor(words[start])):
             lead = start
             while lead > 0 and start - lead < bare and _descriptor(words[lead - 1]):
                 lead -= 1
-            if lead == start:  # "produced by Peter Rogers and starred Dilys Laye": a verb, not a second name
-                continue
-            start = lead  # "singer Adele and rapper Drake": each name with its own descriptor
+            if lead < start:
+                start = lead  # "singer Adele and rapper Drake": each name with its own descriptor
+            elif words[i + 1].lower.endswith("ed"):
+                continue  # "produced by Peter Rogers and starred Dilys Laye": a verb, not a second name
         spans = [(start, i)]
         # "A, B and C": earlier names separated by commas
         k = start
