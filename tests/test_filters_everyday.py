@@ -353,6 +353,10 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("Korean movies or series", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
         ("Korean TV shows", {("shelves", "eq", "Korean TV Shows"), SERIES}),
         ("non-Nordic TV comedies", {("shelves", "ne", "Nordic TV Shows"), ("shelves", "eq", "TV Comedies"), SERIES}),
+        # review: "non-" still excludes a value of several words, and a one-kind shelf is no reading of a mix
+        ("non-South Korean TV dramas", {("origin", "ne", "South Korea"), ("shelves", "eq", "TV Dramas"), SERIES}),
+        ("non-United Kingdom comedies", {("origin", "ne", "United Kingdom"), ("shelves", "eq", "Comedies"), FILM}),
+        ("Nordic TV shows and movies", {("format", "in", ("Movie", "TV Show"))}),
         # an excluded kind: the other kind's value ("Dramas" are films only)
         ("dramas, not movies", {("shelves", "eq", "TV Dramas"), ("format", "ne", "Movie")}),
     ],

@@ -315,8 +315,9 @@ class FilterExtractor:
                 continue
             if together and any(x in together and tokens[i].norm not in self.kind_words for x in range(i, j)):
                 continue
-            if j - i > 1 and query[max(0, window[0].start - 4) : window[0].start].lower() == "non-":
-                continue  # "non-" negates its own word: "non-Nordic TV comedies" are TV comedies
+            kinds_in = j - i > 1 and any(t.norm in self.kind_words for t in window[1:])
+            if kinds_in and query[max(0, window[0].start - 4) : window[0].start].lower() == "non-":
+                continue  # "non-" negates its words, not the kind after them: "non-Nordic TV comedies"
             inner = {t.word for t in window[1:-1]}
             if inner & {"or", "nor"}:  # "heated seats or leather seats" holds two values, not one
                 continue
@@ -376,15 +377,18 @@ class FilterExtractor:
                 conds.append(Condition(name, Op.IN, values))
 
     def _kinds_together(self, tokens: list[Token]) -> set[int]:
-        """Indices of kind words joined by "and"/"or" to another kind ("TV shows and movies", "films or
-        series"), with at most one other word between them."""
+        """Indices of kind words joined by "and"/"or" to the next kind ("movies or TV shows", "TV shows and
+        movies"): the joiner right before the second, at most one word of the first's own between."""
         kinds = [x for x, t in enumerate(tokens) if t.norm in self.kind_words]
         out: set[int] = set()
-        for a, b in itertools.combinations(kinds, 2):
-            between = [t.word for t in tokens[a + 1 : b]]
-            joiners = [w for w in between if w in ("and", "or")]
-            if tokens[a].norm != tokens[b].norm and len(joiners) == 1 and len(between) <= 2:
+        for a, b in itertools.pairwise(kinds):
+            joined = b - 1 > a and tokens[b - 1].word in ("and", "or")
+            if tokens[a].norm != tokens[b].norm and joined and b - a <= 3:
                 out |= {a, b}
+        for x in sorted(out):  # the whole kind phrase ("TV shows" is two kind tokens)
+            while x > 0 and tokens[x - 1].norm in self.kind_words and x - 1 not in out:
+                x -= 1
+                out.add(x)
         return out
 
     def _demonym_of_items(self, tokens: list[Token], i: int, j: int) -> bool:
@@ -489,8 +493,8 @@ class FilterExtractor:
         kinds together, so a value of no particular kind comes first ("Korean TV shows and movies": the country,
         not the series shelf)."""
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
-        if several_kinds and not kinds:
-            candidates = [f for f in candidates if not f.kinds and not self._kind_of(f)] or candidates
+        if several_kinds and not kinds:  # no value, rather than one that drops the other kind
+            candidates = [f for f in candidates if not f.kinds and not self._kind_of(f)]
         if avoided and not kinds:
             candidates = [f for f in candidates if not (self._kind_of(f) and self._kind_of(f) <= avoided)] or candidates
         if context and not kinds:
