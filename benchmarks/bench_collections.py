@@ -29,6 +29,10 @@ to 0.0361 (accuracy 99.60% and 99.55%, one netflix query). Test, read after: 99.
 scifact 99.0%, netflix 97.4%, the rest 100%), log loss 0.0366 against 0.0426. Weighting each set equally in the
 fit (the benchmark's mean is over sets) lowered the cross-validated log loss further but cost hotpotqa-100
 training queries (3 of 48 wrong out of fold), so the fit stays per query.
+
+Since 2026-11-28 the shipped DEFAULT_WEIGHTS are the ``fields_hold_terms_without_metadata`` fit of
+``benchmarks/bench_collection_signals.py`` (words read as field values held; the ``metadata`` signal left out);
+``--fit`` here still fits every signal, ``metadata`` included.
 """
 
 from __future__ import annotations

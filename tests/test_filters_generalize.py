@@ -174,3 +174,9 @@ def test_the_words_read_as_values_are_reported(movie_extractor: FilterExtractor)
     assert movie_extractor.extract("Show me thriller movies from the 2010s").read_words == ["thriller", "2010s"]
     assert movie_extractor.extract("what is a good movie about space").read_words == []
     assert movie_extractor.extract("Which thriller movies are there?").read_words == ["thriller"]
+    assert movie_extractor.extract("Recommend thriller movies").read_words == ["thriller"]
+    # cues, units of a comparison and excluded values are not what the rows hold
+    assert movie_extractor.extract("comedies at most 120 min long").read_words == ["comedies", "120"]
+    assert movie_extractor.extract("thrillers but not comedies").read_words == ["thrillers"]
+    # a field's own name is ("scoring" for meta_score)
+    assert movie_extractor.extract("dramas scoring 8.5 or more").read_words == ["dramas", "scoring", "8", "5"]

@@ -74,7 +74,7 @@ def test_a_filter_on_a_field_only_one_collection_has_restricts_the_choice(three:
 
 def test_close_collections_are_fused_and_search_explains_the_choice(three: Engine) -> None:
     three.use_collection_selector(EmbeddingCollectionSelector(three, fuse_ratio=0.0))
-    result = three.search("cooking in space", k=4, strategy="hybrid")  # no collection near certain
+    result = three.search("cooking in space", k=4, strategy="hybrid")  # the lead's p rounds below 1
     note = result.explanation.notes[0]
     assert note.startswith("collections ") and "by embedding" in note
     assert len(note.split(" chosen")[0].split(",")) == 3  # every collection, fused
@@ -202,6 +202,13 @@ def test_terms_a_catalogue_holds_in_its_fields_count_as_held(engine: Engine) -> 
     chance = EmbeddingCollectionSelector(engine).select(query, ["shows", "wiki"]).scores["shows"]
     text_chance = EmbeddingCollectionSelector(engine, fields_hold_terms=False).select(query, ["shows", "wiki"])
     assert chance > 2 * text_chance.scores["shows"]
+    # a held word a chunk's text also has counts once ("comedy" is a genre and in a plot), never above 1
+    engine.collection("shows").add(
+        [Document("s9", "A comedy about a wedding.", metadata={"genre": "comedy", "year": 2009, "format": "film"})]
+    )
+    both = EmbeddingCollectionSelector(engine).signals("comedy wedding", ["shows"])["shows"]
+    assert both["coverage"] == both["lexical"] == 1.0 and 0.0 < both["rare"] <= 1.0
+    assert EmbeddingCollectionSelector(engine).signals("comedy comedy", ["shows"])["shows"]["coverage"] == 1.0
     # a query the fields do not read is scored on the text alone
     plain = "a mockumentary about a paper company"
     assert EmbeddingCollectionSelector(engine).signals(plain, ["shows"]) == EmbeddingCollectionSelector(

@@ -91,8 +91,8 @@ class Extraction:
     filter: Filter | None
     semantic_query: str
     matches: list[str] = field(default_factory=list)
-    # the query's words read as values or field names (no request, cue or stop words): what the filter's
-    # rows hold in their fields
+    # the query's words read as wanted values, numbers or field names (no request, cue, negation or stop
+    # words): what the filter's rows hold in their fields
     read_words: list[str] = field(default_factory=list)
 
     @property
@@ -120,6 +120,7 @@ class FilterExtractor:
         self.aliases = FieldAliases(index)
         self._implied: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._kinds: dict[str, list[str]] | None = None
+        self._field_stems: frozenset[str] | None = None
 
     # -- implications: "Horror Movies" only ever occurs with type = Movie ----------------------
     def implied(self, name: str, value: str) -> list[tuple[str, str]]:
@@ -181,7 +182,7 @@ class FilterExtractor:
         matches += notes
         self._numbers(query, free, mark, conds, matches, bare=False)
         read_flags(query, self.values, free, mark, conds, matches)
-        self._words(query, free, mark, conds, matches, codes)
+        wanted = self._words(query, free, mark, conds, matches, codes)
         self._numbers(query, free, mark, conds, matches, bare=True)
         self._free_of_charge(query, free, mark, conds, matches)
         fields_done = {c.field for c in conds}
@@ -197,9 +198,17 @@ class FilterExtractor:
         stop = stop_stems()
         content = [t for t in tokenize(query, {}) if t.norm not in stop and query[t.start : t.end].lower() not in stop]
         words = [query[t.start : t.end] for t in content if free(t.start, t.end)]
-        opener = request.end() if request else 0
-        read = [query[t.start : t.end] for t in content if t.start >= opener and not free(t.start, t.end)]
+        read = [query[t.start : t.end] for t in content if self._value_word(t, wanted)]
         return Extraction(all_of(list(conds)), " ".join(words), matches, read)
+
+    def _value_word(self, token: Token, wanted: list[Picked]) -> bool:
+        """A word of a wanted value, a number, or a word of a field's name: what the rows hold in their fields
+        (a cue such as "more than" or "not" is none of them)."""
+        if any(p.start <= token.start and token.end <= p.end for p in wanted):
+            return True
+        if self._field_stems is None:
+            self._field_stems = frozenset(_stem(w) for name in self.index.fields for w in name_words(name))
+        return any(c.isdigit() for c in token.word) or token.norm in self._field_stems
 
     def _codes(self, query: str, free: Free, mark: Mark, matches: list[str]) -> dict[str, list[Picked]]:
         """Code values ("PG-13", "HP"), as picks that ``_words`` completes with the values of the same field
@@ -273,7 +282,8 @@ class FilterExtractor:
         conds: list[Condition],
         matches: list[str],
         codes: dict[str, list[Picked]],
-    ) -> None:
+    ) -> list[Picked]:
+        """Read the values written as words (completing ``codes``); returns the wanted (not excluded) picks."""
         tokens = tokenize(query, self.synonyms)
         picked: dict[str, list[Picked]] = {name: list(found) for name, found in codes.items()}
         scalar_taken = {c.field for c in conds} | {
@@ -375,6 +385,7 @@ class FilterExtractor:
                 conds.extend(Condition(name, Op.EQ, v) for v in values)
             elif values:
                 conds.append(Condition(name, Op.IN, values))
+        return [p for found in picked.values() for p in found if not p.excluded]
 
     def _kinds_together(self, tokens: list[Token]) -> set[int]:
         """Indices of kind words joined by "and"/"or" to the next kind ("movies or TV shows", "TV shows and

@@ -18,13 +18,14 @@ collection) read through the collection's index (never its name or field names):
 - ``exemplar`` (learned): the mean cosine to the 5 nearest past queries known to belong to the collection
   (``exemplars``, e.g. training queries or queries users confirmed); 0 without them.
 
-A term the filter extractor reads as a value of a metadata field ("2005" as a year, "series" as a type)
-counts, in ``coverage``, ``lexical`` and ``rare``, as held by every chunk: the rows the filter keeps hold
-it, in their fields rather than their text (``fields_hold_terms``; off, such terms count only where the
-chunk text has them). With it, ``metadata`` adds nothing the term signals miss, and its fitted weight is 0.
+A word the filter extractor reads as a wanted value, a number or a field's name ("2005" as a year,
+"series" as a type; ``Extraction.read_words``) counts, in ``coverage``, ``lexical`` and ``rare``, as held
+by every chunk: a catalogue holds it in its fields rather than its text. It is a shortcut: every chunk, not
+only the rows the filter keeps (``fields_hold_terms``; off, such terms count only where a chunk's text has
+them). With it, ``metadata`` adds next to nothing, and the shipped weights leave it out (weight 0).
 
 A linear score over them (weights fit as a conditional logit on training queries: see
-``benchmarks/bench_collections.py``) goes through a softmax over the collections, which makes the
+``benchmarks/bench_collection_signals.py``) goes through a softmax over the collections, which makes the
 confidence a calibrated probability. Collections whose probability is within ``fuse_ratio`` of the best
 are returned too, to be fused (weighted by their probabilities: ``route.search``). A filter the query
 carries restricts the choice to the collections whose metadata has every field it names (when some have
@@ -65,21 +66,21 @@ SIGNALS = (
 EXEMPLAR_K = 5
 # Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
 # queries of six sets; benchmarks/bench_collection_signals.py). Refit 2026-11-27 with ``rare`` (5-fold
-# cross-validated log loss 0.0419 -> 0.0361) and 2026-11-28 with the terms read as field values held
-# (0.0361 -> 0.0326, fit without ``metadata``, which the held terms make redundant: with it, 0.0327 and a
-# weight of 0.1). The weights' scale is the softmax's inverse temperature, so the same fit calibrates the
-# confidence.
+# cross-validated log loss 0.0419 -> 0.0361) and 2026-11-28 with the words read as field values held
+# (0.0361 -> 0.0342, fit without ``metadata``, which the held words make near redundant: with it, 0.0344
+# and a weight of 0.25). The weights' scale is the softmax's inverse temperature, so the same fit
+# calibrates the confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 2.821,
-    "sample": 1.71,
-    "centroid": 1.932,
+    "probe": 2.882,
+    "sample": 1.746,
+    "centroid": 1.991,
     # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
     # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
-    "description": 1.932,
-    "language": 0.383,
-    "coverage": 2.421,
-    "lexical": 2.686,
-    "rare": 3.014,
+    "description": 1.991,
+    "language": 0.381,
+    "coverage": 2.39,
+    "lexical": 2.653,
+    "rare": 3.005,
     "metadata": 0.0,
 }
 SAMPLE_SIZE = 200
@@ -352,7 +353,7 @@ def _term_signals(index: IndexSet, query: str, language: str, held: frozenset[st
     terms = set(index.analyzers(_analysis_language(index, language)).terms(query))
     if not terms:
         return {"coverage": 0.0, "lexical": 0.0, "rare": 0.0}
-    held = frozenset(held & terms)
+    held = held & terms
     stats = index.chunk_stats
     df = stats.df
     ids = index.vocab.ids
