@@ -180,3 +180,6 @@ def test_the_words_read_as_values_are_reported(movie_extractor: FilterExtractor)
     assert movie_extractor.extract("thrillers but not comedies").read_words == ["thrillers"]
     # a field's own name is ("scoring" for meta_score)
     assert movie_extractor.extract("dramas scoring 8.5 or more").read_words == ["dramas", "scoring", "8", "5"]
+    # a number or a field's word the extractor did not read is the semantic query's
+    assert movie_extractor.extract("top 5 thrillers from 1995").read_words == ["thrillers", "1995"]
+    assert movie_extractor.extract("a documentary about a film director").read_words == ["documentary"]

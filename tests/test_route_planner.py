@@ -58,6 +58,7 @@ SPLIT = [
     ("Did Gone With The Wind and Casablanca win Oscars?", ["Gone With The Wind win", "Casablanca win"]),
     # review, 2026-11-28: a name's particle is no descriptor; title case bridges nothing
     ("Were Picasso and van Gogh friends?", ["Picasso friends", "van Gogh friends"]),
+    ("Were Messi and injured striker Neymar teammates?", ["Messi teammates", "injured striker Neymar"]),
     ("Were Adele and rapper Drake born in the same year?", ["Adele born", "rapper Drake born"]),
     ("Are Tom Hanks And Tim Allen In Toy Story?", ["Tom Hanks In Toy Story", "Tim Allen In Toy Story"]),
     # a head said in each part stays in each, once
@@ -84,6 +85,8 @@ SINGLE = [
     "Between 1990 and 1995, which films won awards?",
     # a verb after "and" starts no second name
     "What comedy franchise was produced by Peter Rogers and starred Dilys Laye?",
+    "Which film was directed by Steven Spielberg and stars Tom Hanks?",
+    "Which director worked with Tom Hanks and cast Meg Ryan?",
 ]
 
 
@@ -100,6 +103,11 @@ def test_a_descriptor_and_a_title_stay_with_their_own_name() -> None:
     assert RulePlanner().plan("Compare singer Adele and rapper Drake").sub_queries == ["singer Adele", "rapper Drake"]
     titles = RulePlanner().plan("Did Gone With The Wind and Casablanca win Oscars?").sub_queries
     assert titles == ["Gone With The Wind win Oscars", "Casablanca win Oscars"]
+    # capitalised function words elsewhere in the query leave a title's bridging alone
+    either = RulePlanner().plan("Should I read Gone With The Wind or Pick Me Up?").sub_queries
+    assert either == ["I read Gone With The Wind", "I read Pick Me Up"]
+    first = RulePlanner().plan("Which came first, The Lord Of The Rings or The Hobbit?").sub_queries
+    assert first == ["came first, The Lord Of The Rings", "came first, The Hobbit"]
 
 
 def test_the_shared_predicate_goes_to_every_part() -> None:

@@ -198,7 +198,7 @@ class FilterExtractor:
         stop = stop_stems()
         content = [t for t in tokenize(query, {}) if t.norm not in stop and query[t.start : t.end].lower() not in stop]
         words = [query[t.start : t.end] for t in content if free(t.start, t.end)]
-        read = [query[t.start : t.end] for t in content if self._value_word(t, wanted)]
+        read = [query[t.start : t.end] for t in content if not free(t.start, t.end) and self._value_word(t, wanted)]
         return Extraction(all_of(list(conds)), " ".join(words), matches, read)
 
     def _value_word(self, token: Token, wanted: list[Picked]) -> bool:

@@ -119,7 +119,10 @@ class Coordination:
 
 def _left_conjunct(words: Sequence[Token], i: int) -> int | None:
     """Start index of the name run that ends just before ``words[i]`` (the conjunction), with a descriptor
-    ("the chef") when it reaches back to an article or a comma; None if no name ends there."""
+    ("the chef") when it reaches back to an article or a comma; None if no name ends there. A lowercase
+    conjunction lets a title's capitalised function words join its name ("Pick Me Up and ..."); written
+    "And", the query is in title case, where capitals say nothing."""
+    lower_joiner = not words[i].text[:1].isupper()
     j = i - 1
     if j < 0 or not _entity_word(words[j]) or (words[j].closes and words[j].raw[-1:] != ","):
         return None
@@ -129,7 +132,7 @@ def _left_conjunct(words: Sequence[Token], i: int) -> int | None:
             j -= 1
         elif prev.lower in CONNECTORS - {"and", "the"} and j - 2 >= 0 and _entity_word(words[j - 2]):
             j -= 2
-        elif (inside := _title_words_before(words, j)) is not None:
+        elif lower_joiner and (inside := _title_words_before(words, j)) is not None:
             j = inside
         else:
             break
@@ -157,24 +160,18 @@ def _title_word(word: Token) -> bool:
     return word.text[:1].isupper() and word.lower in FUNCTION_WORDS and word.lower not in _NOT_IN_TITLES
 
 
+# a name after one of these is the object of a verb phrase, which "and" + a lowercase word continues
+_AGENT_PREPOSITIONS = frozenset("by with from of to for about".split())
+
+
 def _bare_descriptor(word: Token) -> bool:
     """A descriptor that may open a name with no article ("rapper Drake"); a name's particle ("van Gogh") is
     the name's own."""
     return _descriptor(word) and word.lower not in CONNECTORS
 
 
-@lru_cache(maxsize=1024)
-def _title_cased(words: tuple[Token, ...]) -> bool:
-    """Most function words after the first word are capitalised: the query is written in title case, where
-    capitals say nothing about names ("Did Paris And Berlin Host The Olympics?")."""
-    function = [w for w in words[1:] if w.lower in FUNCTION_WORDS]
-    return bool(function) and sum(w.text[:1].isupper() for w in function) * 3 > 2 * len(function)
-
-
 def _title_words_after(words: Sequence[Token], j: int) -> int | None:
     """Index of the name word after a run of title words following ``words[j]``, if the run is inside a name."""
-    if _title_cased(tuple(words)):
-        return None
     x = j + 1
     while x < len(words) and _title_word(words[x]) and not words[x - 1].closes:
         x += 1
@@ -185,8 +182,6 @@ def _title_words_after(words: Sequence[Token], j: int) -> int | None:
 
 def _title_words_before(words: Sequence[Token], j: int) -> int | None:
     """Index of the name word before a run of title words preceding ``words[j]``, if the run is inside a name."""
-    if _title_cased(tuple(words)):
-        return None
     x = j - 1
     while x >= 0 and _title_word(words[x]) and not words[x].closes:
         x -= 1
@@ -200,7 +195,9 @@ def _descriptor(word: Token) -> bool:
 
 
 def _right_conjunct(words: Sequence[Token], i: int) -> int | None:
-    """End index (exclusive) of the name after ``words[i]``: an article, up to two descriptor words, a run."""
+    """End index (exclusive) of the name after ``words[i]``: an article, up to two descriptor words, a run
+    (through a title's capitalised function words after a lowercase conjunction)."""
+    lower_joiner = not words[i].text[:1].isupper()
     j = i + 1
     if j < len(words) and words[j].lower in ARTICLES:
         j += 1
@@ -216,7 +213,7 @@ def _right_conjunct(words: Sequence[Token], i: int) -> int | None:
         nxt = words[j + 1] if j + 1 < len(words) else None
         if nxt is not None and _entity_word(nxt):
             j += 1
-        elif (inside := _title_words_after(words, j)) is not None:
+        elif lower_joiner and (inside := _title_words_after(words, j)) is not None:
             j = inside
         elif (
             nxt is not None
@@ -266,8 +263,8 @@ def find_entity_coordination(query: str) -> Coordination | None:
                 lead -= 1
             if lead < start:
                 start = lead  # "singer Adele and rapper Drake": each name with its own descriptor
-            elif words[i + 1].lower.endswith("ed"):
-                continue  # "produced by Peter Rogers and starred Dilys Laye": a verb, not a second name
+            elif start > 0 and words[start - 1].lower in _AGENT_PREPOSITIONS:
+                continue  # "directed by Steven Spielberg and stars Tom Hanks": a verb, not a second name
         spans = [(start, i)]
         # "A, B and C": earlier names separated by commas
         k = start
