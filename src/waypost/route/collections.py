@@ -67,20 +67,20 @@ EXEMPLAR_K = 5
 # Fit as a conditional logit on the TRAINING queries of the mixed workload, without exemplars (2,001
 # queries of six sets; benchmarks/bench_collection_signals.py). Refit 2026-11-27 with ``rare`` (5-fold
 # cross-validated log loss 0.0419 -> 0.0361) and 2026-11-28 with the words read as field values held
-# (0.0361 -> 0.0342, fit without ``metadata``, which the held words make near redundant: with it, 0.0344
-# and a weight of 0.25). The weights' scale is the softmax's inverse temperature, so the same fit
+# (0.0361 -> 0.0331, fit without ``metadata``, which the held words make near redundant: with it, 0.0332
+# and a weight of 0.31). The weights' scale is the softmax's inverse temperature, so the same fit
 # calibrates the confidence.
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "probe": 2.882,
-    "sample": 1.746,
-    "centroid": 1.991,
+    "probe": 2.826,
+    "sample": 1.706,
+    "centroid": 1.93,
     # no collection of that workload has a description, so the fit could not weigh it: it counts as much as
     # the centroid (both summarize the collection in one vector); a signal that is 0 everywhere moves nothing
-    "description": 1.991,
+    "description": 1.93,
     "language": 0.381,
-    "coverage": 2.39,
-    "lexical": 2.653,
-    "rare": 3.005,
+    "coverage": 2.405,
+    "lexical": 2.699,
+    "rare": 3.069,
     "metadata": 0.0,
 }
 SAMPLE_SIZE = 200
