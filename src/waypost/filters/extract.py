@@ -292,17 +292,11 @@ class FilterExtractor:
         # the kinds of item the query asks for ("movies") and those its values imply ("Korean TV Shows": tv)
         # neither a request's "Show me" nor an excluded kind ("dramas but not TV shows"; one inside an excluded
         # value, "not Nordic TV Shows", leaves when that value is read)
-        asked = {
-            k: t.norm
-            for k, t in enumerate(tokens)
-            if t.norm in self.kind_words and free(t.start, t.end) and excluded_start(query, t.start, []) is None
-        }
+        kind_words = {k: t for k, t in enumerate(tokens) if t.norm in self.kind_words and free(t.start, t.end)}
+        excluded_kinds = {k for k, t in kind_words.items() if excluded_start(query, t.start, []) is not None}
+        asked = {k: t.norm for k, t in kind_words.items() if k not in excluded_kinds}
         # kinds excluded ("dramas, not movies"): a value of only those kinds yields to one of another kind
-        avoided = frozenset(
-            t.norm
-            for t in tokens
-            if t.norm in self.kind_words and free(t.start, t.end) and excluded_start(query, t.start, []) is not None
-        )
+        avoided = frozenset(kind_words[k].norm for k in excluded_kinds)
         # kinds asked together ("Korean TV shows and movies"): no value named with one of them takes it, as
         # the words before them describe both
         together = self._kinds_together(tokens)
@@ -501,8 +495,8 @@ class FilterExtractor:
         to one found with this kind ("Korean dramas": 'TV Dramas', not the films' 'Dramas'); either
         conjunction would hold no row. ``avoided``: kinds the query excludes; a value found only with them
         yields to another ("dramas, not movies": 'TV Dramas'). ``several_kinds``: the query asks for several
-        kinds together, so a value of no particular kind comes first ("Korean TV shows and movies": the country,
-        not the series shelf)."""
+        kinds together, so only a value of no particular kind is read ("Korean TV shows and movies": the
+        country, not the series shelf; "anime series and movies": no value)."""
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
         if several_kinds and not kinds:  # no value, rather than one that drops the other kind
             candidates = [f for f in candidates if not f.kinds and not self._kind_of(f)]

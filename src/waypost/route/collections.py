@@ -349,7 +349,7 @@ def _term_signals(index: IndexSet, query: str, language: str, held: frozenset[st
     """``coverage`` (the share of the query's terms, analyzed in its language, that occur in the collection),
     ``lexical`` (the share that the best single chunk holds) and ``rare`` (that share weighted by IDF).
     ``held``: terms the collection's metadata holds (read as values of its fields): they count as
-    occurring in every chunk, as the rows the filter keeps hold them."""
+    occurring in every chunk (a shortcut: only the rows the filter keeps hold them), once each."""
     terms = set(index.analyzers(_analysis_language(index, language)).terms(query))
     if not terms:
         return {"coverage": 0.0, "lexical": 0.0, "rare": 0.0}
