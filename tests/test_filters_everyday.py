@@ -359,6 +359,10 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("Nordic TV shows and movies", {("format", "in", ("Movie", "TV Show"))}),
         # an excluded kind: the other kind's value ("Dramas" are films only)
         ("dramas, not movies", {("shelves", "eq", "TV Dramas"), ("format", "ne", "Movie")}),
+        # a synonym's target is in use where a value holds its stem ("films" -> "movies" and "Movie")
+        ("films", {FILM}),
+        ("dramas but not films", {("shelves", "eq", "TV Dramas"), ("format", "ne", "Movie")}),
+        ("Korean films", {("origin", "eq", "South Korea"), FILM}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:

@@ -183,3 +183,18 @@ def test_the_words_read_as_values_are_reported(movie_extractor: FilterExtractor)
     # a number or a field's word the extractor did not read is the semantic query's
     assert movie_extractor.extract("top 5 thrillers from 1995").read_words == ["thrillers", "1995"]
     assert movie_extractor.extract("a documentary about a film director").read_words == ["documentary"]
+
+
+def test_a_query_read_again_gives_the_same_reading_and_a_copy_of_it() -> None:
+    # stage 1, the router's features and the metadata strategy read one query: the extractor keeps its reading
+    clock = [TODAY.replace(year=2030)]
+    extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: clock[0])
+    first = extractor.extract("thriller films from the last 5 years")
+    first.matches.append("changed by a caller")
+    first.read_words.clear()
+    again = extractor.extract("thriller films from the last 5 years")
+    assert again.filter == first.filter and "changed by a caller" not in again.matches
+    assert again.read_words == ["thriller", "5", "years"]
+    assert found(extractor, "films from the last 5 years") == {("year", "gte", 2025)}
+    clock[0] = TODAY.replace(year=2031)  # a new day reads the relative years anew
+    assert found(extractor, "films from the last 5 years") == {("year", "gte", 2026)}

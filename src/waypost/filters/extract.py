@@ -19,7 +19,7 @@ import functools
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,7 @@ _REQUEST = re.compile(
     r"search for|i want|i'd like|recommend|which|what)\b",
     re.IGNORECASE,
 )
+EXTRACTIONS_KEPT = 256  # readings a FilterExtractor keeps, by query
 _JOIN = re.compile(r"[\s-]*")  # what may separate two words of one name
 _JOINED = re.compile(r"\band\b|&", re.IGNORECASE)  # a value that itself joins two words ("Action & Adventure")
 _NEXT_WORD = re.compile(
@@ -121,6 +122,8 @@ class FilterExtractor:
         self._implied: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._kinds: dict[str, list[str]] | None = None
         self._field_stems: frozenset[str] | None = None
+        # stage 1, the router's features and the metadata strategy each read the same query
+        self._read = functools.lru_cache(maxsize=EXTRACTIONS_KEPT)(self._read_query)
 
     # -- implications: "Horror Movies" only ever occurs with type = Movie ----------------------
     def implied(self, name: str, value: str) -> list[tuple[str, str]]:
@@ -162,7 +165,12 @@ class FilterExtractor:
 
     # -- extraction ---------------------------------------------------------------------------
     def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction:
-        """Rules only: ``usage`` (LLM accounting) is accepted for interface parity and left untouched."""
+        """Rules only: ``usage`` (LLM accounting) is accepted for interface parity and left untouched. The
+        last few readings are kept (by query and day); each caller gets its own copy."""
+        found = self._read(query, self.today())
+        return replace(found, matches=list(found.matches), read_words=list(found.read_words))
+
+    def _read_query(self, query: str, today: date) -> Extraction:
         used = bytearray(len(query) + 1)  # 1 where a character is read (bytes: far cheaper than numpy here)
 
         def free(a: int, b: int) -> bool:
@@ -177,7 +185,7 @@ class FilterExtractor:
         conds: list[Condition] = []
         matches: list[str] = []
         codes = self._codes(query, free, mark, matches)
-        found, notes = date_phrases(query, free, mark, self.aliases, self.today())
+        found, notes = date_phrases(query, free, mark, self.aliases, today)
         conds += found
         matches += notes
         self._numbers(query, free, mark, conds, matches, bare=False)

@@ -39,15 +39,16 @@ SYNONYM_FIELD_MAX_VALUES = 1000  # fields with more distinct values (people's na
 
 
 def synonyms_in_use(catalog: FieldCatalog, synonyms: dict[str, str]) -> dict[str, str]:
-    """The synonyms whose every target word occurs in the collection's category-like values: "series" becomes
-    "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's model line."""
-    words: set[str] = set()
+    """The synonyms whose every target word occurs (by its stem) in the collection's category-like values:
+    "series" becomes "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's
+    model line."""
+    held: set[str] = set()  # stems: "films" -> "movies" is in use where a value says "Movie"
     for name in catalog.fields:
         if is_text(catalog.field_kind(name)):
             values = catalog.values(name)
             if len(values) <= SYNONYM_FIELD_MAX_VALUES:
-                words.update(w for v in values for w in folded_words(v, {}))
-    return {k: v for k, v in synonyms.items() if not k.isalpha() or all(w in words for w in folded_words(v, {}))}
+                held.update(s for v in values for s in stems(v, {}))
+    return {k: v for k, v in synonyms.items() if not k.isalpha() or all(s in held for s in stems(v, {}))}
 
 
 def is_code(value: str) -> bool:
