@@ -78,7 +78,7 @@ def test_close_collections_are_fused_and_search_explains_the_choice(three: Engin
     note = result.explanation.notes[0]
     assert note.startswith("collections ") and "by embedding" in note
     assert len(note.split(" chosen")[0].split(",")) == 3  # every collection, fused
-    assert "fused hybrid, hybrid, hybrid by reciprocal rank" in result.explanation.notes
+    assert "fused hybrid, hybrid, hybrid by each next hit's similarity to the query" in result.explanation.notes
     assert len(result.hits) == 4 and "collections" in result.explanation.timings_ms
     choice = (result.explanation.route or {})["collections"]
     lead = choice["collections"][0]
@@ -355,3 +355,59 @@ def test_fused_collections_keep_documents_with_the_same_id_apart(engine: Engine)
     result = engine.search("pets that purr or bark", k=5, collections=["cats", "dogs"], strategy="bm25")
     found = sorted((h.provenance.collection, h.chunk.document_id) for h in result.hits)
     assert found == [("cats", "doc1"), ("dogs", "doc1")]
+
+
+class Torn:
+    """A stage-1 selector that fuses two collections, ``lead`` the likelier by a hair."""
+
+    name = "torn"
+
+    def __init__(self, lead: str, other: str) -> None:
+        self.lead, self.other = lead, other
+
+    def select(self, query: str, collections: Sequence[str], filters: Filter | None = None) -> CollectionChoice:
+        scores = {self.lead: 0.51, self.other: 0.49}
+        return CollectionChoice([self.lead, self.other], 0.51, "test", self.name, scores)
+
+
+def test_fused_collections_merge_by_each_next_hits_similarity(three: Engine) -> None:
+    # stage 1 leads with the wrong collection by a hair: rank fusion would put a recipe first
+    three.use_collection_selector(Torn("recipes", "sky"))
+    query = "which planet has two small moons named Phobos and Deimos"
+    result = three.search(query, k=4, strategy="hybrid")
+    assert result.hits[0].chunk.document_id == "mars"
+    assert any("similarity to the query" in note for note in result.explanation.notes)
+    # each collection's hits keep their own order
+    for name, docs in (("recipes", RECIPES), ("sky", SKY)):
+        alone = [h.chunk.document_id for h in three.collection(name).retrieve(query, "hybrid", 4).hits]
+        merged = [h.chunk.document_id for h in result.hits if h.provenance.collection == name]
+        assert merged == alone[: len(merged)] and {d.id for d in docs} >= set(merged)
+    # the order does not depend on which collection stage 1 put first
+    three.use_collection_selector(Torn("sky", "recipes"))
+    again = three.search(query, k=4, strategy="hybrid")
+    assert [(h.provenance.collection, h.chunk.document_id) for h in again.hits] == [
+        (h.provenance.collection, h.chunk.document_id) for h in result.hits
+    ]
+
+
+def test_merge_by_similarity_keeps_each_order_and_each_span_once() -> None:
+    from waypost.route.execute import merge_by_similarity
+    from waypost.types import Chunk, Explanation, Hit, Provenance, RetrievalResult
+
+    def result(collection: str, ids: list[str]) -> RetrievalResult:
+        hits = [
+            Hit(Chunk(i, 0, i, 0, len(i), 1, (), "en"), 1.0, "hybrid", Provenance(collection, i, "test"))
+            for i in ids
+        ]
+        return RetrievalResult(hits, Explanation("hybrid", "q", "q", None, None, {}))
+
+    a, b = result("a", ["a1", "a2", "a3"]), result("b", ["b1", "b2"])
+    merged = merge_by_similarity("q", [a, b], [[0.9, 0.2, 0.8], [0.5, 0.4]], 4)
+    assert [h.chunk.document_id for h in merged.hits] == ["a1", "b1", "b2", "a2"]  # a3 waits behind a2
+    assert [h.score for h in merged.hits] == sorted((h.score for h in merged.hits), reverse=True)
+    same = result("a", ["a1"])
+    assert [h.chunk.document_id for h in merge_by_similarity("q", [a, same], [[0.9, 0.2, 0.8], [0.95]], 5).hits] == [
+        "a1", "a2", "a3"
+    ]  # fmt: skip
+    with pytest.raises(InvalidInputError):
+        merge_by_similarity("q", [a, b], [[0.9], [0.5, 0.4]], 4)

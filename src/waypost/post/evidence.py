@@ -151,7 +151,10 @@ class EvidenceGraph:
     def positions(self, hits: Sequence[Hit]) -> list[int | None]:
         """Each hit's live position (``None`` where its chunk is gone), read once per chunk for the graph's
         life: the rerank and passage stages of one query ask about the same hits."""
-        keys = [(h.chunk.document_id, h.chunk.index) for h in hits]
+        return self.positions_of([(h.chunk.document_id, h.chunk.index) for h in hits])
+
+    def positions_of(self, keys: Sequence[tuple[str, int]]) -> list[int | None]:
+        """The live position of each (document id, chunk index); ``None`` where that chunk is gone."""
         missing = [key for key in dict.fromkeys(keys) if key not in self._live]
         if missing:
             rows = self.store.row_ids_of(self.collection, missing)

@@ -116,6 +116,34 @@ def fuse_results(
     return _combined(query, results, hits, "by reciprocal rank")
 
 
+def merge_by_similarity(
+    query: str, results: list[RetrievalResult], similarities: Sequence[Sequence[float]], k: int
+) -> RetrievalResult:
+    """Several collections' results as one list, each kept in its own order: the next hit comes from the
+    result whose next hit is the most similar to the query. ``similarities[i][j]``: the cosine of hit j of
+    result i under one embedding model, comparable across collections where their ranks are not. A span found
+    twice keeps its first place."""
+    if len(similarities) != len(results) or any(
+        len(sims) != len(r.hits) for sims, r in zip(similarities, results, strict=True)
+    ):
+        raise InvalidInputError("merge_by_similarity needs one similarity per hit")
+    seen: set[HitKey] = set()
+    hits: list[Hit] = []
+    at = [0] * len(results)
+    while len(hits) < k:
+        heads = [(float(similarities[i][at[i]]), -i) for i, r in enumerate(results) if at[i] < len(r.hits)]
+        if not heads:
+            break
+        best = -max(heads)[1]
+        hit = results[best].hits[at[best]]
+        at[best] += 1
+        key = hit_key(hit)
+        if key not in seen:
+            seen.add(key)
+            hits.append(replace(hit, score=1.0 / (len(hits) + 1)))  # falls with the rank, as one list's would
+    return _combined(query, results, hits, "by each next hit's similarity to the query")
+
+
 def interleave_results(query: str, results: list[RetrievalResult], k: int) -> RetrievalResult:
     """Round-robin over ranked results (the first result leads each round), each chunk once. For the parts
     of a decomposed question: each part's best hits reach the top, where reciprocal rank fusion would

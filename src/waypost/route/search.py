@@ -8,17 +8,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Filter, check_filter
+from waypost.index.dense import QueryScores
 from waypost.retrieval.registry import DEFAULT_STRATEGY
 from waypost.route import plan_hints
 from waypost.route.base import AUTO, CollectionChoice, CollectionSelector
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, read_profile_text
-from waypost.route.execute import fuse_results
-from waypost.types import RetrievalResult
+from waypost.route.execute import fuse_results, merge_by_similarity
+from waypost.types import Hit, RetrievalResult
 from waypost.validation import positive_int, query_text
 
 if TYPE_CHECKING:
+    from waypost.base import FloatMatrix
+    from waypost.collection import Collection
     from waypost.engine import Engine
     from waypost.route.corrective import Alternatives
 
@@ -84,6 +89,41 @@ def runner_up(engine: Engine, choice: CollectionChoice) -> Alternatives | None:
     return other
 
 
+def hit_similarities(collection: Collection, query_vector: FloatMatrix, hits: Sequence[Hit]) -> list[float]:
+    """Each hit's cosine with the query: its chunk's, or a passage's best chunk's (-1 where none is live)."""
+    graph = collection.context().evidence()
+    spans = [len(h.passage.chunk_ids) if h.passage is not None else 1 for h in hits]
+    keys = [(h.chunk.document_id, h.chunk.index + i) for h, n in zip(hits, spans, strict=True) for i in range(n)]
+    positions = graph.positions_of(keys)
+    live = [p for p in positions if p is not None]
+    dense = QueryScores(graph.indexes.dense, query_vector)
+    found = dict(zip(live, dense.at(np.asarray(live, dtype=np.int64)).tolist(), strict=True)) if live else {}
+    out: list[float] = []
+    at = 0
+    for n in spans:
+        mine = [found[p] for p in positions[at : at + n] if p is not None]
+        out.append(max(mine, default=-1.0))
+        at += n
+    return out
+
+
+def fuse_collections(
+    engine: Engine, query: str, choice: CollectionChoice, results: list[RetrievalResult], k: int
+) -> RetrievalResult:
+    """Several collections' results as one. Under one embedding model, merged by each next hit's cosine with
+    the query (on training queries forced to a tie with their runner-up collection this kept most of what
+    the right collection alone scores, where rank fusion lost a third of it:
+    ``benchmarks/bench_fusion_grades.py``); under several, reciprocal rank fusion weighted by stage 1's
+    probabilities."""
+    collections = [engine.collection(name) for name in choice.collections]
+    if len({c.embedder.model_id for c in collections}) == 1:
+        vector = np.asarray(collections[0].embedder.embed_query(query), dtype=np.float32).reshape(-1)
+        similarities = [hit_similarities(c, vector, r.hits) for c, r in zip(collections, results, strict=True)]
+        return merge_by_similarity(query, results, similarities, k)
+    weights = [choice.scores.get(name, 1.0) for name in choice.collections]
+    return fuse_results(query, results, k, weights)
+
+
 def search(
     engine: Engine,
     query: str,
@@ -111,8 +151,7 @@ def search(
         results = [engine.router().retrieve(collection, query, k, filters, alternatives=other)]
     else:
         results = [engine.collection(n).retrieve(query, strategy, k, filters=filters) for n in choice.collections]
-    weights = [choice.scores.get(name, 1.0) for name in choice.collections]
-    result = results[0] if len(results) == 1 else fuse_results(query, results, k, weights)
+    result = results[0] if len(results) == 1 else fuse_collections(engine, query, choice, results, k)
     result.explanation.timings_ms["collections"] = routed_ms
     result.explanation.notes.insert(0, choice_note(choice))
     route = dict(result.explanation.route or {})
