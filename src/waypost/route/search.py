@@ -1,5 +1,5 @@
 """``Engine.search``: choose the collections (stage 1) when none are named, run the strategy on each,
-fuse several by reciprocal rank, and explain the choice."""
+merge several into one list, and explain the choice."""
 
 from __future__ import annotations
 
@@ -112,9 +112,8 @@ def fuse_collections(
 ) -> RetrievalResult:
     """Several collections' results as one. Under one embedding model, merged by each next hit's cosine with
     the query (on training queries forced to a tie with their runner-up collection this kept most of what
-    the right collection alone scores, where rank fusion lost a third of it:
-    ``benchmarks/bench_fusion_grades.py``); under several, reciprocal rank fusion weighted by stage 1's
-    probabilities."""
+    the right collection alone scores, where rank fusion lost much of it: ``benchmarks/bench_fusion_merge.py``);
+    under several, reciprocal rank fusion weighted by stage 1's probabilities."""
     collections = [engine.collection(name) for name in choice.collections]
     if len({c.embedder.model_id for c in collections}) == 1:
         vector = np.asarray(collections[0].embedder.embed_query(query), dtype=np.float32).reshape(-1)
