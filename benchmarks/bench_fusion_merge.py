@@ -1,9 +1,10 @@
 """How several collections' results become one when stage 1 fuses them, a stress test on the mixed
 workload's TRAIN split: each query's own collection and its runner-up are fused as if stage 1 had found them
-close (both orders; fusion happens when the second is at least half as likely as the first). Reciprocal rank
-fusion weighted by the two probabilities, against the merge ``Engine.search`` uses under one embedding
-model (``route.execute.merge_by_similarity``: each result keeps its order; the next hit comes from the
-result whose next hit is most similar to the query). Scores beside the own collection alone; qmsum's
+close (both orders). Reciprocal rank fusion weighted by the two probabilities (fusion happens when the second
+is at least half as likely as the first), against what ``Engine.search`` does (``route.search.
+fuse_collections``: under one embedding model that covers the query's language, each result keeps its order
+and the next hit comes from the result whose next hit is most similar to the query; otherwise rank fusion).
+"merged by similarity" is the share of queries merged so. Scores beside the own collection alone; qmsum's
 questions carry their meeting and have one collection. Run after ``waypost bench mixed``; it reads a copy of
 that store (``/tmp/waypost-bench-collections/store``, made by ``bench_collections.py``).
 
@@ -25,8 +26,9 @@ from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.mixed import EVIDENCE1000, MixedQuery, default_workload
 from waypost.evaluation.mixed_bench import scored_rows
 from waypost.evaluation.outcomes import DOC_DEPTH, SPAN_K, score
-from waypost.route.execute import fuse_results, merge_by_similarity
-from waypost.route.search import choose_collections, hit_similarities
+from waypost.route.base import CollectionChoice
+from waypost.route.execute import fuse_results
+from waypost.route.search import choose_collections, fuse_collections
 from waypost.types import RetrievalResult
 
 COPY = Path("/tmp/waypost-bench-collections/store")
@@ -47,29 +49,30 @@ def main() -> None:
         if not others:
             continue
         k = SPAN_K if q.metric == EVIDENCE1000 else DOC_DEPTH * 3
-        mine, theirs = engine.collection(q.collection), engine.collection(others[0])
-        own = mine.retrieve(q.text, args.strategy, k)
-        other = theirs.retrieve(q.text, args.strategy, k)
-        vector = np.asarray(mine.embedder.embed_query(q.text), dtype=np.float32).reshape(-1)
-        sims = [hit_similarities(mine, vector, own.hits), hit_similarities(theirs, vector, other.hits)]
+        own = engine.collection(q.collection).retrieve(q.text, args.strategy, k)
+        other = engine.collection(others[0]).retrieve(q.text, args.strategy, k)
         row = rows[q.set]
 
         def scored(result: RetrievalResult, q: MixedQuery = q) -> float:
             return float(score(q, scored_rows(result, q.collection)))
 
+        def tied(first: str, second: str) -> CollectionChoice:
+            return CollectionChoice([first, second], 0.5, "forced tie", "bench", {first: 0.5, second: 0.5})
+
         row["own alone"].append(scored(own))
         for label, weights in (("tie", (1.0, 1.0)), ("half", (1.0, 0.5)), ("half, runner-up first", (0.5, 1.0))):
             row[f"rank fusion, {label}"].append(scored(fuse_results(q.text, [own, other], k, list(weights))))
-        row["similarity merge"].append(scored(merge_by_similarity(q.text, [own, other], sims, k)))
-        row["similarity merge, runner-up first"].append(
-            scored(merge_by_similarity(q.text, [other, own], sims[::-1], k))
-        )
+        shipped = fuse_collections(engine, q.text, tied(q.collection, others[0]), [own, other], k)
+        row["fuse_collections, tie"].append(scored(shipped))
+        swapped = fuse_collections(engine, q.text, tied(others[0], q.collection), [other, own], k)
+        row["fuse_collections, tie, runner-up first"].append(scored(swapped))
+        row["merged by similarity"].append(float("similarity" in shipped.explanation.notes[-1]))
     engine.close()
     sets = sorted(rows)
-    print(f"{'':36}" + "".join(f"{s[:12]:>13}" for s in sets) + f"{'mean':>9}")
+    print(f"{'':40}" + "".join(f"{s[:12]:>13}" for s in sets) + f"{'mean':>9}")
     for key in next(iter(rows.values())):
         values = [float(np.mean(rows[s][key])) for s in sets]
-        print(f"{key:36}" + "".join(f"{v:13.4f}" for v in values) + f"{np.mean(values):9.4f}")
+        print(f"{key:40}" + "".join(f"{v:13.4f}" for v in values) + f"{np.mean(values):9.4f}")
     print("queries:", {s: len(rows[s]["own alone"]) for s in sets})
 
 

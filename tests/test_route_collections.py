@@ -388,6 +388,10 @@ def test_fused_collections_merge_by_each_next_hits_similarity(three: Engine) -> 
     assert [(h.provenance.collection, h.chunk.document_id) for h in again.hits] == [
         (h.provenance.collection, h.chunk.document_id) for h in result.hits
     ]
+    # a language the embedder does not cover: its cosines do not compare; rank fusion, stage 1's lead first
+    thai = three.search("ดาวเคราะห์ดวงไหนมีดวงจันทร์สองดวง", k=4, strategy="hybrid")
+    assert any("by reciprocal rank" in note for note in thai.explanation.notes)
+    assert thai.hits[0].provenance.collection == "sky"
 
 
 def test_merge_by_similarity_keeps_each_order_and_each_span_once() -> None:

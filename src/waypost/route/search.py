@@ -18,6 +18,7 @@ from waypost.route import plan_hints
 from waypost.route.base import AUTO, CollectionChoice, CollectionSelector
 from waypost.route.collections import EmbeddingCollectionSelector, LLMCollectionSelector, read_profile_text
 from waypost.route.execute import fuse_results, merge_by_similarity
+from waypost.text.language import detector
 from waypost.types import Hit, RetrievalResult
 from waypost.validation import positive_int, query_text
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from waypost.route.corrective import Alternatives
 
 SELECTORS = ("embedding", "learned:PATH", "llm")
+COSINES_COMPARE_FROM = 0.5  # the embedder's coverage of a query's language from which its cosines compare
 OTHER_COLLECTION_BELOW = 0.6  # a single-collection choice less sure than this lets the corrective loop try the next
 
 
@@ -90,32 +92,51 @@ def runner_up(engine: Engine, choice: CollectionChoice) -> Alternatives | None:
 
 
 def hit_similarities(collection: Collection, query_vector: FloatMatrix, hits: Sequence[Hit]) -> list[float]:
-    """Each hit's cosine with the query: its chunk's, or a passage's best chunk's (-1 where none is live)."""
+    """Each hit's cosine with the query: its chunk's, or for a passage its anchor's (the retrieved chunk it
+    grew from: a passage's best chunk would favour long passages); -1 where the chunk is gone."""
     graph = collection.context().evidence()
-    spans = [len(h.passage.chunk_ids) if h.passage is not None else 1 for h in hits]
-    keys = [(h.chunk.document_id, h.chunk.index + i) for h, n in zip(hits, spans, strict=True) for i in range(n)]
+    keys = [(h.chunk.document_id, anchor_index(h)) for h in hits]
     positions = graph.positions_of(keys)
     live = [p for p in positions if p is not None]
     dense = QueryScores(graph.indexes.dense, query_vector)
     found = dict(zip(live, dense.at(np.asarray(live, dtype=np.int64)).tolist(), strict=True)) if live else {}
-    out: list[float] = []
-    at = 0
-    for n in spans:
-        mine = [found[p] for p in positions[at : at + n] if p is not None]
-        out.append(max(mine, default=-1.0))
-        at += n
-    return out
+    return [found[p] if p is not None else -1.0 for p in positions]
+
+
+def anchor_index(hit: Hit) -> int:
+    """The chunk index of a passage hit's anchor (a chunk id is ``document#index``); a chunk hit's own."""
+    ref = hit.passage
+    if ref is not None:
+        _document, _hash, index = ref.anchor.rpartition("#")
+        if index.isdigit():
+            return int(index)
+    return hit.chunk.index
+
+
+def cosines_compare(collections: Sequence[Collection], query: str) -> bool:
+    """Whether the embedder covers the query's language (told apart from every collection's own) in each of
+    ``collections`` at ``COSINES_COMPARE_FROM`` or more: an English model's cosines with a Thai question
+    say little, and on the mixed workload's Thai questions a merge by them put English hits first."""
+    language = detector().detect(query)
+    for collection in collections:
+        ctx = collection.context()
+        if (
+            ctx.coverage is not None
+            and ctx.coverage.get(language, ctx.indexes, collection.name).value < COSINES_COMPARE_FROM
+        ):
+            return False
+    return True
 
 
 def fuse_collections(
     engine: Engine, query: str, choice: CollectionChoice, results: list[RetrievalResult], k: int
 ) -> RetrievalResult:
-    """Several collections' results as one. Under one embedding model, merged by each next hit's cosine with
-    the query (on training queries forced to a tie with their runner-up collection this kept most of what
-    the right collection alone scores, where rank fusion lost much of it: ``benchmarks/bench_fusion_merge.py``);
-    under several, reciprocal rank fusion weighted by stage 1's probabilities."""
+    """Several collections' results as one. Under one embedding model that covers the query's language,
+    merged by each next hit's cosine with the query (``benchmarks/bench_fusion_merge.py``: on training queries
+    forced to a tie with their runner-up collection, this keeps more of what the right collection alone
+    scores than rank fusion); otherwise reciprocal rank fusion weighted by stage 1's probabilities."""
     collections = [engine.collection(name) for name in choice.collections]
-    if len({c.embedder.model_id for c in collections}) == 1:
+    if len({c.embedder.model_id for c in collections}) == 1 and cosines_compare(collections, query):
         vector = np.asarray(collections[0].embedder.embed_query(query), dtype=np.float32).reshape(-1)
         similarities = [hit_similarities(c, vector, r.hits) for c, r in zip(collections, results, strict=True)]
         return merge_by_similarity(query, results, similarities, k)
