@@ -27,8 +27,8 @@ from waypost.evaluation.mixed import EVIDENCE1000, MixedQuery, default_workload
 from waypost.evaluation.mixed_bench import scored_rows
 from waypost.evaluation.outcomes import DOC_DEPTH, SPAN_K, score
 from waypost.route.base import CollectionChoice
-from waypost.route.execute import fuse_results
-from waypost.route.search import choose_collections, fuse_collections
+from waypost.route.execute import fuse_results, merge_by_similarity
+from waypost.route.search import choose_collections, fuse_collections, hit_similarities
 from waypost.types import RetrievalResult
 
 COPY = Path("/tmp/waypost-bench-collections/store")
@@ -67,6 +67,14 @@ def main() -> None:
         swapped = fuse_collections(engine, q.text, tied(others[0], q.collection), [other, own], k)
         row["fuse_collections, tie, runner-up first"].append(scored(swapped))
         row["merged by similarity"].append(float("similarity" in shipped.explanation.notes[-1]))
+        # the alternative to heads: each list led by the best cosine left in it (no low hit holds a list back)
+        vector = np.asarray(engine.collection(q.collection).embedder.embed_query(q.text), np.float32).reshape(-1)
+        sims = [
+            hit_similarities(engine.collection(name), vector, r.hits)
+            for name, r in ((q.collection, own), (others[0], other))
+        ]
+        rest = [np.maximum.accumulate(np.asarray(s[::-1]))[::-1].tolist() for s in sims]
+        row["merged by the best cosine left"].append(scored(merge_by_similarity(q.text, [own, other], rest, k)))
     engine.close()
     sets = sorted(rows)
     print(f"{'':40}" + "".join(f"{s[:12]:>13}" for s in sets) + f"{'mean':>9}")

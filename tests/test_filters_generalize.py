@@ -5,12 +5,13 @@ own phrasings (the queries were written before the rules were tuned). The paper 
 from __future__ import annotations
 
 import ast
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from tests.filter_corpora import TODAY, Expected, found, movies
-from waypost.filters.extract import FilterExtractor
+from waypost.filters.extract import Extraction, FilterExtractor
 from waypost.index.metadata import MetadataIndex
 
 MOVIE_CASES: list[tuple[str, Expected]] = [
@@ -198,3 +199,25 @@ def test_a_query_read_again_gives_the_same_reading_and_a_copy_of_it() -> None:
     assert found(extractor, "films from the last 5 years") == {("year", "gte", 2025)}
     clock[0] = TODAY.replace(year=2031)  # a new day reads the relative years anew
     assert found(extractor, "films from the last 5 years") == {("year", "gte", 2026)}
+
+
+def test_a_query_is_read_once_while_its_reading_is_kept() -> None:
+    extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY)
+    reads: list[str] = []
+    rules = extractor._read_query
+
+    def counted(query: str, today: date) -> Extraction:
+        reads.append(query)
+        return rules(query, today)
+
+    extractor._read_query = counted  # type: ignore[method-assign]
+    for _ in range(3):
+        extractor.extract("thriller movies from the 2010s")
+    assert reads == ["thriller movies from the 2010s"]
+    # a list of values is each caller's own
+    first = extractor.extract("thrillers or comedies")
+    listed = next(c for c in first.conditions if isinstance(c.value, list))
+    listed.value.append("Injected")
+    assert "Injected" not in str(extractor.extract("thrillers or comedies").filter)
+    none_kept = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY, readings_kept=0)
+    assert none_kept.extract("thriller movies").filter == extractor.extract("thriller movies").filter

@@ -415,3 +415,41 @@ def test_merge_by_similarity_keeps_each_order_and_each_span_once() -> None:
     ]  # fmt: skip
     with pytest.raises(InvalidInputError):
         merge_by_similarity("q", [a, b], [[0.9], [0.5, 0.4]], 4)
+
+
+def test_hit_similarities_read_a_passage_by_its_anchor_and_a_gone_chunk_by_the_hit_before(three: Engine) -> None:
+    from dataclasses import replace
+
+    import numpy as np
+
+    from waypost.route.search import hit_similarities
+    from waypost.types import PassageRef
+
+    topics = {
+        "garden": "Tomatoes in the garden want sun, compost and water every morning. ",
+        "volcano": "The volcano erupted and rivers of molten lava ran down its slopes. ",
+        "trains": "The night train leaves the station at ten and crosses the mountains. ",
+    }
+    text = "\n\n".join(sentence * 40 for sentence in topics.values())
+    long = three.collection("long", create=True)
+    long.add([Document("essay", text)])
+    query = "molten lava from an erupting volcano"
+    vector = np.asarray(long.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+    chunks = long.retrieve(query, "hybrid", 50).hits
+    by_index = dict(zip((h.chunk.index for h in chunks), hit_similarities(long, vector, chunks), strict=True))
+    first, volcano = min(by_index), max(by_index, key=lambda i: by_index[i])
+    assert by_index[volcano] > by_index[first] + 0.2  # the garden's first chunk, the volcano's best
+    # a passage from the garden's first chunk to the volcano's best, grown from the latter
+    start = next(h for h in chunks if h.chunk.index == first)
+    ids = tuple(f"essay#{i}" for i in range(first, volcano + 1))
+    passage = replace(start, passage=PassageRef("grow", ids, f"essay#{volcano}", 1.0, 1.0))
+    assert hit_similarities(long, vector, [passage]) == [by_index[volcano]]
+    assert hit_similarities(long, vector, [start]) == [by_index[first]]
+
+    sky = three.collection("sky")
+    hits = sky.retrieve("which planet has a great red storm", "hybrid", 3).hits
+    vector = np.asarray(sky.embedder.embed_query("which planet has a great red storm"), dtype=np.float32).reshape(-1)
+    alone = dict(zip((h.chunk.document_id for h in hits), hit_similarities(sky, vector, hits), strict=True))
+    sky.delete(["mars"])
+    order = [next(h for h in hits if h.chunk.document_id == d) for d in ("jupiter", "mars", "nebula")]
+    assert hit_similarities(sky, vector, order) == [alone["jupiter"], alone["jupiter"], alone["nebula"]]

@@ -15,11 +15,14 @@ decades and relative years by comparison phrases bound to the field that nearby 
 from __future__ import annotations
 
 import bisect
+import copy
 import functools
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -104,7 +107,8 @@ class Extraction:
 
 
 class FilterExtractor:
-    """Rule-based extraction over a ``FieldCatalog``. ``today``: the clock for "in the last 5 years"."""
+    """Rule-based extraction over a ``FieldCatalog``. ``today``: the clock for "in the last 5 years";
+    ``readings_kept``: how many recent queries' readings are kept (0: none)."""
 
     def __init__(
         self,
@@ -112,8 +116,10 @@ class FilterExtractor:
         synonyms: dict[str, str] | None = None,
         kind_words: frozenset[str] = DEFAULT_KIND_WORDS,
         today: Callable[[], date] = date.today,
+        readings_kept: int = EXTRACTIONS_KEPT,
     ) -> None:
         self.index = index
+        self.readings_kept = readings_kept
         self.synonyms = {**synonyms_in_use(index, DEFAULT_SYNONYMS), **(synonyms or {})}
         self.kind_words = kind_words
         self.today = today
@@ -123,7 +129,8 @@ class FilterExtractor:
         self._kinds: dict[str, list[str]] | None = None
         self._field_stems: frozenset[str] | None = None
         # stage 1, the router's features and the metadata strategy each read the same query
-        self._read = functools.lru_cache(maxsize=EXTRACTIONS_KEPT)(self._read_query)
+        self._readings: OrderedDict[tuple[str, date], Extraction] = OrderedDict()
+        self._readings_lock = threading.Lock()
 
     # -- implications: "Horror Movies" only ever occurs with type = Movie ----------------------
     def implied(self, name: str, value: str) -> list[tuple[str, str]]:
@@ -167,8 +174,18 @@ class FilterExtractor:
     def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction:
         """Rules only: ``usage`` (LLM accounting) is accepted for interface parity and left untouched. The
         last few readings are kept (by query and day); each caller gets its own copy."""
-        found = self._read(query, self.today())
-        return replace(found, matches=list(found.matches), read_words=list(found.read_words))
+        key = (query, self.today())
+        with self._readings_lock:
+            found = self._readings.get(key)
+            if found is not None:
+                self._readings.move_to_end(key)
+        if found is None:
+            found = self._read_query(*key)
+            with self._readings_lock:
+                self._readings[key] = found
+                while len(self._readings) > self.readings_kept:
+                    self._readings.popitem(last=False)
+        return copy.deepcopy(found)  # a condition's list of values is the caller's to change
 
     def _read_query(self, query: str, today: date) -> Extraction:
         used = bytearray(len(query) + 1)  # 1 where a character is read (bytes: far cheaper than numpy here)
@@ -188,10 +205,10 @@ class FilterExtractor:
         found, notes = date_phrases(query, free, mark, self.aliases, today)
         conds += found
         matches += notes
-        self._numbers(query, free, mark, conds, matches, bare=False)
+        self._numbers(query, free, mark, conds, matches, today, bare=False)
         read_flags(query, self.values, free, mark, conds, matches)
         wanted = self._words(query, free, mark, conds, matches, codes)
-        self._numbers(query, free, mark, conds, matches, bare=True)
+        self._numbers(query, free, mark, conds, matches, today, bare=True)
         self._free_of_charge(query, free, mark, conds, matches)
         fields_done = {c.field for c in conds}
         for c in list(conds):
@@ -234,10 +251,17 @@ class FilterExtractor:
         return codes
 
     def _numbers(
-        self, query: str, free: Free, mark: Mark, conds: list[Condition], matches: list[str], bare: bool
+        self,
+        query: str,
+        free: Free,
+        mark: Mark,
+        conds: list[Condition],
+        matches: list[str],
+        today: date,
+        bare: bool,
     ) -> None:
         tokens = tokenize(query, {})
-        phrases = find_phrases(query, free, self.today())
+        phrases = find_phrases(query, free, today)
         covered = np.zeros(len(query) + 1, dtype=np.int32)  # how many phrases cover each character
         for p in phrases:
             covered[p.start : p.end] += 1
@@ -253,7 +277,7 @@ class FilterExtractor:
                 own[max(phrase.start, a) - a : max(0, min(phrase.end, b) - a)] = 1
                 return not (covered[a:b] > own).any()
 
-            bound = bind(query, phrase, self.aliases, tokens, beside, self.today())
+            bound = bind(query, phrase, self.aliases, tokens, beside, today)
             if bound is None:
                 continue
             found, named = bound

@@ -25,7 +25,16 @@ from functools import cached_property
 from waypost.filters.catalog import FieldCatalog, is_text
 from waypost.filters.fields import UNITS
 from waypost.filters.places import PLACE_FIELD_MIN, country_names, other_names
-from waypost.filters.text import Token, folded_words, permission_folded, stem_word_lists, stems, stop_stems
+from waypost.filters.text import (
+    DEFAULT_KIND_WORDS,
+    Token,
+    folded_words,
+    permission_folded,
+    stem,
+    stem_word_lists,
+    stems,
+    stop_stems,
+)
 
 _CODE_TOKEN = re.compile(r"(?<![\w&-])[\w][\w&+.-]*(?<![.])")
 _PARTICLES = frozenset("de da di del della van von der den la le du dos das bin al el y of and".split())
@@ -39,16 +48,22 @@ SYNONYM_FIELD_MAX_VALUES = 1000  # fields with more distinct values (people's na
 
 
 def synonyms_in_use(catalog: FieldCatalog, synonyms: dict[str, str]) -> dict[str, str]:
-    """The synonyms whose every target word occurs (by its stem) in the collection's category-like values:
-    "series" becomes "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's
-    model line."""
-    held: set[str] = set()  # stems: "films" -> "movies" is in use where a value says "Movie"
+    """The synonyms whose every target word occurs in the collection's category-like values: "series" becomes
+    "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's model line. A
+    kind word counts by its stem ("films" -> "movies" where a value says "Movie"); any other word exactly
+    ("docs" -> "documentaries" needs that word, not a format "Documentary" of a catalogue of courses)."""
+    words: set[str] = set()
     for name in catalog.fields:
         if is_text(catalog.field_kind(name)):
             values = catalog.values(name)
             if len(values) <= SYNONYM_FIELD_MAX_VALUES:
-                held.update(s for v in values for s in stems(v, {}))
-    return {k: v for k, v in synonyms.items() if not k.isalpha() or all(s in held for s in stems(v, {}))}
+                words.update(w for v in values for w in folded_words(v, {}))
+    kinds = {stem(w) for w in words} & DEFAULT_KIND_WORDS
+
+    def held(word: str) -> bool:
+        return word in words or stem(word) in kinds
+
+    return {k: v for k, v in synonyms.items() if not k.isalpha() or all(held(w) for w in folded_words(v, {}))}
 
 
 def is_code(value: str) -> bool:

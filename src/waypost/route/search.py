@@ -93,14 +93,21 @@ def runner_up(engine: Engine, choice: CollectionChoice) -> Alternatives | None:
 
 def hit_similarities(collection: Collection, query_vector: FloatMatrix, hits: Sequence[Hit]) -> list[float]:
     """Each hit's cosine with the query: its chunk's, or for a passage its anchor's (the retrieved chunk it
-    grew from: a passage's best chunk would favour long passages); -1 where the chunk is gone."""
+    grew from: a passage's best chunk would favour long passages). A hit whose chunk is gone takes the
+    cosine of the hit before it (the first, the best of its list)."""
     graph = collection.context().evidence()
     keys = [(h.chunk.document_id, anchor_index(h)) for h in hits]
     positions = graph.positions_of(keys)
     live = [p for p in positions if p is not None]
     dense = QueryScores(graph.indexes.dense, query_vector)
     found = dict(zip(live, dense.at(np.asarray(live, dtype=np.int64)).tolist(), strict=True)) if live else {}
-    return [found[p] if p is not None else -1.0 for p in positions]
+    known = [found[p] if p is not None else None for p in positions]
+    out: list[float] = []
+    for value in known:  # a chunk gone since: its list's order says it is no better than the hit before
+        out.append(
+            value if value is not None else out[-1] if out else max((v for v in known if v is not None), default=0.0)
+        )
+    return out
 
 
 def anchor_index(hit: Hit) -> int:
