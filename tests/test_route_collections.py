@@ -400,8 +400,7 @@ def test_merge_by_similarity_keeps_each_order_and_each_span_once() -> None:
 
     def result(collection: str, ids: list[str]) -> RetrievalResult:
         hits = [
-            Hit(Chunk(i, 0, i, 0, len(i), 1, (), "en"), 1.0, "hybrid", Provenance(collection, i, "test"))
-            for i in ids
+            Hit(Chunk(i, 0, i, 0, len(i), 1, (), "en"), 1.0, "hybrid", Provenance(collection, i, "test")) for i in ids
         ]
         return RetrievalResult(hits, Explanation("hybrid", "q", "q", None, None, {}))
 
