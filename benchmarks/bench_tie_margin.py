@@ -18,6 +18,8 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import numpy as np
+
 import waypost.route.model as gain_model
 from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.mixed import default_store, default_workload, mixed_pool
@@ -29,6 +31,17 @@ MARGINS = (0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.08)
 def main() -> None:
     engine = Engine(default_store(), EngineConfig(background_index_work=False))
     trained = train(engine, default_workload(None), mixed_pool())
+    rows = trained.rows
+    values = np.nan_to_num(rows.values, nan=-1.0)
+    best = values.max(axis=1, keepdims=True)
+    groups = np.asarray(rows.groups)
+    for group in sorted(set(rows.groups)):
+        mine = groups == group
+        means = np.nanmean(rows.values[mine], axis=0)
+        wins = np.mean(values[mine] >= best[mine] - 1e-9, axis=0)
+        listed = zip(rows.pipelines, means, wins, strict=True)
+        shares = ", ".join(f"{p.label} {m:.3f} (best {w:.0%})" for p, m, w in listed)
+        print(f"{group}: mean (share of questions where it is best, ties count): {shares}")
     shipped = gain_model.TIE
     print(f"{'margin':>8} {'variant':>18} {'oof score':>10} {'oof accuracy':>13}")
     try:
