@@ -367,3 +367,24 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:
     assert found(streaming(), query) == expected
+
+
+def test_a_synonym_matches_by_stem_only_where_values_name_a_kind_of_item() -> None:
+    """The word "docs" means documentaries in a film catalogue whose genre says "Documentary"; in a catalogue of courses,
+    whose format "Documentary" is no kind of item waypost knows, "docs" (documents) stays the semantic query's."""
+    films = extractor_of(
+        [
+            {"format": "Movie" if i % 2 else "TV Show", "genre": ["Documentary", "Comedy", "Horror"][i % 3]}
+            for i in range(30)
+        ]
+    )
+    assert found(films, "docs") == {("genre", "eq", "Documentary")}
+    assert found(films, "docs about whales") == {("genre", "eq", "Documentary")}
+    courses = extractor_of(
+        [
+            {"format": ["Documentary", "Lecture", "Workshop"][i % 3], "subject": ["Law", "Biology"][i % 2]}
+            for i in range(30)
+        ]
+    )
+    assert found(courses, "docs for the biology lecture") == {("format", "eq", "Lecture"), ("subject", "eq", "Biology")}
+    assert found(courses, "docs") == set()

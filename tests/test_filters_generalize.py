@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.filter_corpora import TODAY, Expected, found, movies
+from waypost.errors import InvalidInputError
 from waypost.filters.extract import Extraction, FilterExtractor
 from waypost.index.metadata import MetadataIndex
 
@@ -221,3 +222,31 @@ def test_a_query_is_read_once_while_its_reading_is_kept() -> None:
     assert "Injected" not in str(extractor.extract("thrillers or comedies").filter)
     none_kept = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY, readings_kept=0)
     assert none_kept.extract("thriller movies").filter == extractor.extract("thriller movies").filter
+
+
+def test_the_least_recently_read_query_is_forgotten_first() -> None:
+    extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY, readings_kept=2)
+    reads: list[str] = []
+    rules = extractor._read_query
+
+    def counted(query: str, today: date) -> Extraction:
+        reads.append(query)
+        return rules(query, today)
+
+    extractor._read_query = counted  # type: ignore[method-assign]
+    for query in ["thrillers", "comedies", "thrillers", "dramas", "thrillers", "comedies"]:
+        extractor.extract(query)
+    # "thrillers" read again stays kept; "comedies", the least recent when "dramas" came, is read anew
+    assert reads == ["thrillers", "comedies", "dramas", "comedies"]
+
+
+def test_a_reading_uses_the_day_of_its_key_even_if_the_clock_moves_on() -> None:
+    days = iter([TODAY.replace(year=2030), *[TODAY.replace(year=2031)] * 10])
+    extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: next(days), readings_kept=0)
+    assert found(extractor, "films from the last 5 years") == {("year", "gte", 2025)}
+
+
+@pytest.mark.parametrize("kept", [-1, 1.5, True, "10"])
+def test_readings_kept_must_be_a_whole_number_not_below_zero(kept: object) -> None:
+    with pytest.raises(InvalidInputError, match="readings_kept"):
+        FilterExtractor(MetadataIndex.build(movies()), readings_kept=kept)  # type: ignore[arg-type]

@@ -377,6 +377,9 @@ def test_fused_collections_merge_by_each_next_hits_similarity(three: Engine) -> 
     result = three.search(query, k=4, strategy="hybrid")
     assert result.hits[0].chunk.document_id == "mars"
     assert any("similarity to the query" in note for note in result.explanation.notes)
+    assert result.explanation.timings_ms["merge"] > 0 and not any(
+        "ranks, not cosines" in n for n in result.explanation.notes
+    )
     # each collection's hits keep their own order
     for name, docs in (("recipes", RECIPES), ("sky", SKY)):
         alone = [h.chunk.document_id for h in three.collection(name).retrieve(query, "hybrid", 4).hits]
@@ -391,6 +394,10 @@ def test_fused_collections_merge_by_each_next_hits_similarity(three: Engine) -> 
     # a language the embedder does not cover: its cosines do not compare; rank fusion, stage 1's lead first
     thai = three.search("ดาวเคราะห์ดวงไหนมีดวงจันทร์สองดวง", k=4, strategy="hybrid")
     assert any("by reciprocal rank" in note for note in thai.explanation.notes)
+    assert any(
+        n.startswith("ranks, not cosines: the embedder covers the query's language (th)")
+        for n in thai.explanation.notes
+    )
     assert thai.hits[0].provenance.collection == "sky"
 
 
@@ -444,6 +451,12 @@ def test_hit_similarities_read_a_passage_by_its_anchor_and_a_gone_chunk_by_the_h
     passage = replace(start, passage=PassageRef("grow", ids, f"essay#{volcano}", 1.0, 1.0))
     assert hit_similarities(long, vector, [passage]) == [by_index[volcano]]
     assert hit_similarities(long, vector, [start]) == [by_index[first]]
+    # anchored on a trains chunk, the passage reads by it, not by the volcano's better chunk it also spans
+    last = max(by_index)
+    assert by_index[last] < by_index[volcano] - 0.2
+    ids = tuple(f"essay#{i}" for i in range(volcano, last + 1))
+    trains = replace(start, passage=PassageRef("grow", ids, f"essay#{last}", 1.0, 1.0))
+    assert hit_similarities(long, vector, [trains]) == [by_index[last]]
 
     sky = three.collection("sky")
     hits = sky.retrieve("which planet has a great red storm", "hybrid", 3).hits

@@ -293,8 +293,9 @@ class Engine:
         strategy: str = "auto",
         filters: Filter | None = None,
     ) -> RetrievalResult:
-        """Search the named collections, or those ``auto`` chooses (one, or several fused by reciprocal rank);
-        the explanation says which were chosen, by what, with what confidence and why."""
+        """Search the named collections, or those ``auto`` chooses (one, or several merged: see
+        ``route.search.fuse_collections``); the explanation says which were chosen, by what, with what
+        confidence and why."""
         from waypost.route.search import search
 
         return search(self, query, k, collections, strategy, filters)

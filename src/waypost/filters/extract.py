@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from waypost.errors import InvalidInputError
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
 from waypost.filters.date_phrases import date_phrases
@@ -118,9 +119,11 @@ class FilterExtractor:
         today: Callable[[], date] = date.today,
         readings_kept: int = EXTRACTIONS_KEPT,
     ) -> None:
+        if isinstance(readings_kept, bool) or not isinstance(readings_kept, int) or readings_kept < 0:
+            raise InvalidInputError(f"readings_kept must be a whole number >= 0, not {readings_kept!r}")
         self.index = index
         self.readings_kept = readings_kept
-        self.synonyms = {**synonyms_in_use(index, DEFAULT_SYNONYMS), **(synonyms or {})}
+        self.synonyms = {**synonyms_in_use(index, DEFAULT_SYNONYMS, kind_words), **(synonyms or {})}
         self.kind_words = kind_words
         self.today = today
         self.values = ValueIndex(index, self.synonyms, kind_words)

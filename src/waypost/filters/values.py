@@ -47,21 +47,25 @@ _FLAGS = (("true", "false"), ("yes", "no"))
 SYNONYM_FIELD_MAX_VALUES = 1000  # fields with more distinct values (people's names) hold no category words
 
 
-def synonyms_in_use(catalog: FieldCatalog, synonyms: dict[str, str]) -> dict[str, str]:
+def synonyms_in_use(
+    catalog: FieldCatalog, synonyms: dict[str, str], kind_words: frozenset[str] = DEFAULT_KIND_WORDS
+) -> dict[str, str]:
     """The synonyms whose every target word occurs in the collection's category-like values: "series" becomes
-    "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's model line. A
-    kind word counts by its stem ("films" -> "movies" where a value says "Movie"); any other word exactly
-    ("docs" -> "documentaries" needs that word, not a format "Documentary" of a catalogue of courses)."""
+    "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's model line. In a
+    catalogue whose values name a kind of item ("Movie", "TV Show") a target word counts by its stem ("films"
+    -> "movies"; "docs" -> "documentaries" where a genre says "Documentary"); elsewhere only the exact word
+    ("docs" is no format "Documentary" of a catalogue of courses)."""
     words: set[str] = set()
     for name in catalog.fields:
         if is_text(catalog.field_kind(name)):
             values = catalog.values(name)
             if len(values) <= SYNONYM_FIELD_MAX_VALUES:
                 words.update(w for v in values for w in folded_words(v, {}))
-    kinds = {stem(w) for w in words} & DEFAULT_KIND_WORDS
+    stems = {stem(w) for w in words}
+    by_stem = bool(stems & kind_words)
 
     def held(word: str) -> bool:
-        return word in words or stem(word) in kinds
+        return word in words or (by_stem and stem(word) in stems)
 
     return {k: v for k, v in synonyms.items() if not k.isalpha() or all(held(w) for w in folded_words(v, {}))}
 

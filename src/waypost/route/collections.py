@@ -27,7 +27,8 @@ them). With it, ``metadata`` adds next to nothing, and the shipped weights leave
 A linear score over them (weights fit as a conditional logit on training queries: see
 ``benchmarks/bench_collection_signals.py``) goes through a softmax over the collections, which makes the
 confidence a calibrated probability. Collections whose probability is within ``fuse_ratio`` of the best
-are returned too, to be fused (weighted by their probabilities: ``route.search``). A filter the query
+are returned too, to be fused (merged by each next hit's cosine with the query, or by rank weighted by
+their probabilities where cosines say little: ``route.search.fuse_collections``). A filter the query
 carries restricts the choice to the collections whose metadata has every field it names (when some have
 them and some do not).
 

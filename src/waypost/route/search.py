@@ -120,19 +120,27 @@ def anchor_index(hit: Hit) -> int:
     return hit.chunk.index
 
 
-def cosines_compare(collections: Sequence[Collection], query: str) -> bool:
-    """Whether the embedder covers the query's language (told apart from every collection's own) in each of
-    ``collections`` at ``COSINES_COMPARE_FROM`` or more: an English model's cosines with a Thai question
-    say little, and on the mixed workload's Thai questions a merge by them put English hits first."""
+def why_cosines_do_not_compare(collections: Sequence[Collection], query: str) -> str | None:
+    """Why the cosines of ``collections``' hits with the query do not compare across them, or None when they
+    do: the collections use different embedding models, or the embedder covers the query's language (told
+    apart from every collection's own) below ``COSINES_COMPARE_FROM`` in one of them (an English model's
+    cosines with a Thai question say little; on the mixed workload's Thai questions a merge by them put
+    English hits first)."""
+    models = {c.embedder.model_id for c in collections}
+    if len(models) > 1:
+        return "their embedding models differ (" + ", ".join(sorted(models)) + ")"
     language = detector().detect(query)
     for collection in collections:
         ctx = collection.context()
-        if (
-            ctx.coverage is not None
-            and ctx.coverage.get(language, ctx.indexes, collection.name).value < COSINES_COMPARE_FROM
-        ):
-            return False
-    return True
+        if ctx.coverage is None:
+            continue
+        covered = ctx.coverage.get(language, ctx.indexes, collection.name).value
+        if covered < COSINES_COMPARE_FROM:
+            return (
+                f"the embedder covers the query's language ({language}) at {covered:.2f} in {collection.name}, "
+                f"under {COSINES_COMPARE_FROM}"
+            )
+    return None
 
 
 def fuse_collections(
@@ -141,14 +149,21 @@ def fuse_collections(
     """Several collections' results as one. Under one embedding model that covers the query's language,
     merged by each next hit's cosine with the query (``benchmarks/bench_fusion_merge.py``: on training queries
     forced to a tie with their runner-up collection, this keeps more of what the right collection alone
-    scores than rank fusion); otherwise reciprocal rank fusion weighted by stage 1's probabilities."""
+    scores than rank fusion); otherwise reciprocal rank fusion weighted by stage 1's probabilities, and the
+    explanation says why. The merge's time is the ``merge`` stage of ``timings_ms``."""
+    started = time.perf_counter()
     collections = [engine.collection(name) for name in choice.collections]
-    if len({c.embedder.model_id for c in collections}) == 1 and cosines_compare(collections, query):
+    reason = why_cosines_do_not_compare(collections, query)
+    if reason is None:
         vector = np.asarray(collections[0].embedder.embed_query(query), dtype=np.float32).reshape(-1)
         similarities = [hit_similarities(c, vector, r.hits) for c, r in zip(collections, results, strict=True)]
-        return merge_by_similarity(query, results, similarities, k)
-    weights = [choice.scores.get(name, 1.0) for name in choice.collections]
-    return fuse_results(query, results, k, weights)
+        result = merge_by_similarity(query, results, similarities, k)
+    else:
+        weights = [choice.scores.get(name, 1.0) for name in choice.collections]
+        result = fuse_results(query, results, k, weights)
+        result.explanation.notes.append(f"ranks, not cosines: {reason}")
+    result.explanation.timings_ms["merge"] = (time.perf_counter() - started) * 1000
+    return result
 
 
 def search(
