@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tests.filter_corpora import TODAY, Expected, bicycles, extractor_of, found, people
+from waypost.engine import Engine
 from waypost.filters.extract import FilterExtractor
+from waypost.types import Document
 
 CITIES = {"Lisbon": "Portugal", "Madrid": "Spain", "Berlin": "Germany", "Toronto": "Canada",
           "Chicago": "United States", "Mumbai": "India"}  # fmt: skip
@@ -296,6 +298,10 @@ def test_second_review_readings() -> None:
 def streaming() -> FilterExtractor:
     """An invented streaming catalogue whose shelves hold films or series only: "Dramas" are films, "TV Dramas",
     "Nordic TV Shows" and "Korean TV Shows" series."""
+    return extractor_of(streaming_rows())
+
+
+def streaming_rows() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     origins = ["Sweden", "Norway", "Denmark", "South Korea", "United Kingdom"]
     for i in range(40):
@@ -306,7 +312,7 @@ def streaming() -> FilterExtractor:
         if not film and origins[i % 5] == "South Korea":
             shelves.append("Korean TV Shows")
         rows.append({"format": "Movie" if film else "TV Show", "shelves": shelves, "origin": origins[i % 5]})
-    return extractor_of(rows)
+    return rows
 
 
 FILM, SERIES = ("format", "eq", "Movie"), ("format", "eq", "TV Show")
@@ -363,6 +369,11 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         ("films", {FILM}),
         ("dramas but not films", {("shelves", "eq", "TV Dramas"), ("format", "ne", "Movie")}),
         ("Korean films", {("origin", "eq", "South Korea"), FILM}),
+        # "non-" negates the whole capitalised compound, not the kind after it
+        ("non-South Korean TV shows", {("origin", "ne", "South Korea"), SERIES}),
+        ("non-United Kingdom comedies", {("origin", "ne", "United Kingdom"), ("shelves", "eq", "Comedies"), FILM}),
+        # kinds joined around a value of one of them: "TV Dramas" would drop the movies
+        ("Korean TV dramas and movies", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:
@@ -388,3 +399,46 @@ def test_a_synonym_matches_by_stem_only_where_values_name_a_kind_of_item() -> No
     )
     assert found(courses, "docs for the biology lecture") == {("format", "eq", "Lecture"), ("subject", "eq", "Biology")}
     assert found(courses, "docs") == set()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            "Korean movies and Swedish TV shows",
+            "((origin = 'South Korea' AND format = 'Movie') OR (format = 'TV Show' AND origin = 'Sweden'))",
+        ),
+        (
+            "British movies or Nordic TV shows",
+            "((origin = 'United Kingdom' AND format = 'Movie') OR (shelves = 'Nordic TV Shows' AND format = 'TV Show'))",
+        ),
+        # one clause: the words before the kinds describe both, or the kinds are the same
+        ("Korean movies and TV shows", "(format in ['Movie', 'TV Show'] AND origin = 'South Korea')"),
+        ("movies and Korean movies", "(format = 'Movie' AND origin = 'South Korea')"),
+        # the second clause's words are only stop words: no clause of its own
+        ("documentaries about movies and the TV shows", "format = 'TV Show'"),
+    ],
+)
+def test_two_kinds_each_with_its_own_words_are_either_clause(query: str, expected: str) -> None:
+    reading = streaming().extract(query)
+    assert str(reading.filter) == expected
+    if " OR " in expected:
+        assert reading.matches[-1].endswith(": either") and reading.semantic_query == ""
+
+
+def test_either_clause_reading_selects_its_rows_end_to_end(engine: Engine) -> None:
+    rows = streaming_rows()
+    titles = engine.collection("titles", create=True)
+    titles.add(
+        [
+            Document(f"t{i}", f"A {r['format'].lower()} from {r['origin']} on the {r['shelves'][0]} shelf.", metadata=r)
+            for i, r in enumerate(rows)
+        ]
+    )
+    wanted = {
+        f"t{i}"
+        for i, r in enumerate(rows)
+        if (r["origin"], r["format"]) in {("South Korea", "Movie"), ("Sweden", "TV Show")}
+    }
+    result = titles.retrieve("Korean movies and Swedish TV shows", "metadata", k=50)
+    assert wanted and {h.chunk.document_id for h in result.hits} == wanted

@@ -31,11 +31,12 @@ import numpy as np
 from waypost.errors import InvalidInputError
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
+from waypost.filters.clauses import either, kind_clauses_joiner
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
 from waypost.filters.model import And, Condition, Filter, Op, all_of
-from waypost.filters.negation import Picked, excluded_start
+from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
@@ -191,6 +192,22 @@ class FilterExtractor:
         return copy.deepcopy(found)  # a condition's list of values is the caller's to change
 
     def _read_query(self, query: str, today: date) -> Extraction:
+        cut = kind_clauses_joiner(tokenize(query, self.synonyms), self.kind_words)
+        if cut is not None:  # "Korean movies and Swedish TV shows": either clause's reading
+            joiner = tokenize(query, self.synonyms)[cut]
+            left, right = self._read_clause(query[: joiner.start], today), self._read_clause(query[joiner.end :], today)
+            if left.filter is not None and right.filter is not None:
+                semantic = " ".join(part for part in (left.semantic_query, right.semantic_query) if part)
+                said = f"{query[: joiner.start].strip()!r} {joiner.word} {query[joiner.end :].strip()!r}: either"
+                return Extraction(
+                    either(left.filter, right.filter),
+                    semantic,
+                    [*left.matches, *right.matches, said],
+                    left.read_words + right.read_words,
+                )
+        return self._read_clause(query, today)
+
+    def _read_clause(self, query: str, today: date) -> Extraction:
         used = bytearray(len(query) + 1)  # 1 where a character is read (bytes: far cheaper than numpy here)
 
         def free(a: int, b: int) -> bool:
@@ -328,7 +345,9 @@ class FilterExtractor:
         # neither a request's "Show me" nor an excluded kind ("dramas but not TV shows"; one inside an excluded
         # value, "not Nordic TV Shows", leaves when that value is read)
         kind_words = {k: t for k, t in enumerate(tokens) if t.norm in self.kind_words and free(t.start, t.end)}
-        excluded_kinds = {k for k, t in kind_words.items() if excluded_start(query, t.start, []) is not None}
+        excluded_kinds = {
+            k for k, t in kind_words.items() if excluded_start(query, t.start, [], compound=False) is not None
+        }
         asked = {k: t.norm for k, t in kind_words.items() if k not in excluded_kinds}
         # kinds excluded ("dramas, not movies"): a value of only those kinds yields to one of another kind
         avoided = frozenset(kind_words[k].norm for k in excluded_kinds)
@@ -352,11 +371,15 @@ class FilterExtractor:
             window = tokens[i:j]
             if not all(unread[i:j]) or window[0].norm in stop or window[-1].norm in stop:
                 continue
-            if together and any(x in together and tokens[i].norm not in self.kind_words for x in range(i, j)):
-                continue
+            if (
+                together
+                and any(x in together for x in range(i, j))
+                and any(t.norm not in self.kind_words for t in window)
+            ):
+                continue  # "TV dramas and movies": "TV Dramas" would drop the movies
             kinds_in = j - i > 1 and any(t.norm in self.kind_words for t in window[1:])
-            if kinds_in and query[max(0, window[0].start - 4) : window[0].start].lower() == "non-":
-                continue  # "non-" negates its words, not the kind after them: "non-Nordic TV comedies"
+            if kinds_in and NON_COMPOUND.search(query, max(0, window[0].start - 40), window[0].start):
+                continue  # "non-" negates its words, not the kind after them: "non-(South) Korean TV shows"
             inner = {t.word for t in window[1:-1]}
             if inner & {"or", "nor"}:  # "heated seats or leather seats" holds two values, not one
                 continue
@@ -373,9 +396,11 @@ class FilterExtractor:
             if form.other_name and not self._own_place(query, tokens, i, j):
                 continue  # "North Korea", "New Britain", "Little Britain" and "Korea Town" are other places
             earlier = picked.get(form.field, [])
-            excluded = excluded_start(query, window[0].start, earlier, window[-1].end) is not None
-            if form.field in scalar_taken and not excluded:
-                # a second value of a one-value field: only as an alternative or an exclusion ("not steel")
+            compound = window[0].norm not in self.kind_words  # "non-South Korean TV shows" are TV shows
+            excluded = excluded_start(query, window[0].start, earlier, window[-1].end, compound) is not None
+            if form.field in scalar_taken and not excluded and i not in together:
+                # a second value of a one-value field: only as an alternative (kinds asked together are), or an
+                # exclusion ("not steel")
                 gaps = [query[p.end : window[0].start] if p.end <= window[0].start else query[window[-1].end : p.start]
                         for p in earlier]  # fmt: skip
                 if not any(re.search(r"\bor\b|,", g) or _AND_ONLY.fullmatch(g) for g in gaps):
@@ -497,7 +522,8 @@ class FilterExtractor:
     ) -> tuple[int, int]:
         """Read ``form`` at ``window``; returns the span of the query it marked read."""
         start, end = window[0].start, window[-1].end
-        excluded = excluded_start(query, start, picked.get(form.field, []), end)
+        compound = window[0].norm not in self.kind_words
+        excluded = excluded_start(query, start, picked.get(form.field, []), end, compound)
         for t in window:
             mark(t.start, t.end)
         if excluded is not None:

@@ -34,6 +34,9 @@ NO_ASKS = re.compile(
 )
 _NO_WORD = re.compile(r"no\b", re.IGNORECASE)
 _FINE_AFTER = re.compile(r"\s+(?:is|are)\s+(?:fine|ok|okay|good|great|welcome|allowed)\b", re.IGNORECASE)
+# "non-" negates the whole capitalised compound after it: "non-South Korean" excludes a value that starts at
+# "Korean" as much as one that starts at "South" (a value in capitals, part of the compound)
+NON_COMPOUND = re.compile(r"(?i:\bnon)-(?:[A-Z][\w']*[\s-]+)*$")
 _ALTERNATIVE = re.compile(r"^\s*(?:,|or|nor|and|,\s*or|,\s*nor)\s*$", re.IGNORECASE)  # after an excluded value
 
 
@@ -47,13 +50,20 @@ class Picked:
     excluded: bool = False
 
 
-def excluded_start(query: str, start: int, earlier: list[Picked], end: int | None = None) -> int | None:
+def excluded_start(
+    query: str, start: int, earlier: list[Picked], end: int | None = None, compound: bool = True
+) -> int | None:
     """Where the words excluding the value at ``start`` begin ("not", "non-", "anything but a"), or, for another
     value of an excluded one's list ("not diesel or petrol", "not from India and Pakistan"), ``start`` itself;
     ``None``: not excluded. A comma before "and" ends the list, and so does a wanted value ("not horror and
-    dramas are fine"); ``end``: where the value ends."""
+    dramas are fine"); ``end``: where the value ends; ``compound``: a value inside a capitalised compound after
+    "non-" is excluded too (not so a kind word: "non-South Korean TV shows" are TV shows)."""
     m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
     if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
+        return m.start()
+    inside = compound and query[start : start + 1].isupper()  # "non-United Kingdom comedies" wants comedies
+    m = NON_COMPOUND.search(query, max(0, start - 40), start) if inside else None
+    if m is not None:
         return m.start()
     last = max(earlier, default=None)
     if last is None or not last.excluded or last.end > start or not _ALTERNATIVE.match(query[last.end : start]):
