@@ -381,8 +381,9 @@ def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expe
 
 
 def test_a_synonym_matches_by_stem_only_where_values_name_a_kind_of_item() -> None:
-    """The word "docs" means documentaries in a film catalogue whose genre says "Documentary"; in a catalogue of courses,
-    whose format "Documentary" is no kind of item waypost knows, "docs" (documents) stays the semantic query's."""
+    """The word "docs" means documentaries in a film catalogue whose genre says "Documentary"; in a catalogue
+    of courses, whose format "Documentary" is no kind of item waypost knows, "docs" (documents) stays the
+    semantic query's."""
     films = extractor_of(
         [
             {"format": "Movie" if i % 2 else "TV Show", "genre": ["Documentary", "Comedy", "Horror"][i % 3]}
@@ -410,7 +411,8 @@ def test_a_synonym_matches_by_stem_only_where_values_name_a_kind_of_item() -> No
         ),
         (
             "British movies or Nordic TV shows",
-            "((origin = 'United Kingdom' AND format = 'Movie') OR (shelves = 'Nordic TV Shows' AND format = 'TV Show'))",
+            "((origin = 'United Kingdom' AND format = 'Movie')"
+            " OR (shelves = 'Nordic TV Shows' AND format = 'TV Show'))",
         ),
         # one clause: the words before the kinds describe both, or the kinds are the same
         ("Korean movies and TV shows", "(format in ['Movie', 'TV Show'] AND origin = 'South Korea')"),
