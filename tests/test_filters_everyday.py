@@ -316,6 +316,10 @@ def streaming_rows() -> list[dict[str, Any]]:
 
 
 FILM, SERIES = ("format", "eq", "Movie"), ("format", "eq", "TV Show")
+DRAMAS_OF_BOTH, COMEDIES_OF_BOTH = (
+    ("shelves", "in", ("Dramas", "TV Dramas")),
+    ("shelves", "in", ("Comedies", "TV Comedies")),
+)
 NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United Kingdom")
 
 
@@ -372,8 +376,15 @@ NORDIC, UK = ("shelves", "eq", "Nordic TV Shows"), ("origin", "eq", "United King
         # "non-" negates the whole capitalised compound, not the kind after it
         ("non-South Korean TV shows", {("origin", "ne", "South Korea"), SERIES}),
         ("non-United Kingdom comedies", {("origin", "ne", "United Kingdom"), ("shelves", "eq", "Comedies"), FILM}),
-        # kinds joined around a value of one of them: "TV Dramas" would drop the movies
-        ("Korean TV dramas and movies", {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea")}),
+        # kinds joined around a value of one of them: "TV Dramas" alone would drop the movies; a word whose values
+        # split by kind reads as one value per kind asked, as alternatives
+        (
+            "Korean TV dramas and movies",
+            {("format", "in", ("Movie", "TV Show")), ("origin", "eq", "South Korea"), DRAMAS_OF_BOTH},
+        ),
+        ("comedies, movies or TV shows", {("format", "in", ("Movie", "TV Show")), COMEDIES_OF_BOTH}),
+        ("comedies: both movies and TV shows", {("format", "in", ("Movie", "TV Show")), COMEDIES_OF_BOTH}),
+        ("Nordic dramas: TV shows or movies", {("format", "in", ("Movie", "TV Show")), DRAMAS_OF_BOTH}),
     ],
 )
 def test_a_value_of_the_other_kind_and_other_names_of_countries(query: str, expected: Expected) -> None:

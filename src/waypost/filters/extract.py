@@ -389,6 +389,9 @@ class FilterExtractor:
             name_ok = functools.partial(self._names_match, query, tokens, i, j)
             context = frozenset({*asked.values(), *implied})
             form = self._best(content, kinds, window, name_ok, context, avoided, bool(together))
+            several = self._one_per_kind(content, window, name_ok, asked) if form is None and together else []
+            for one in several:  # "comedies, movies or TV shows": the films' and the series' comedies
+                refresh(*self._take(query, window, one, mark, picked, matches))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
                 continue
             if form.demonym and not self._demonym_of_items(tokens, i, j):
@@ -432,7 +435,9 @@ class FilterExtractor:
                 conds.append(_one_of(name, none_of, True))
             kept = [p for p in found if not p.excluded]
             values = list(dict.fromkeys(p.value for p in kept))  # "Britain's ... Great Britain": once
-            alternatives = any(re.search(r"\bor\b", query[p.end : q.start]) for p, q in itertools.pairwise(kept))
+            alternatives = any(  # a word read as one value per kind is their alternatives
+                p.start == q.start or re.search(r"\bor\b", query[p.end : q.start]) for p, q in itertools.pairwise(kept)
+            )
             if len(values) == 1:
                 conds.append(Condition(name, Op.EQ, values[0]))
             elif name in self.values.list_fields and not alternatives:  # "thriller dramas": both genres
@@ -440,6 +445,25 @@ class FilterExtractor:
             elif values:
                 conds.append(Condition(name, Op.IN, values))
         return [p for found in picked.values() for p in found if not p.excluded]
+
+    def _one_per_kind(
+        self, content: frozenset[str], window: list[Token], name_ok: Callable[[ValueForm], bool], asked: dict[int, str]
+    ) -> list[ValueForm]:
+        """With several kinds asked together, a word whose values split by kind (the films' 'Comedies', the
+        series' 'TV Comedies') reads as one value of one field per kind asked; none if a kind has none."""
+        kinds = set(asked.values())
+        if not content or len(kinds) < 2:
+            return []
+        candidates = [f for f in self.values.forms(content) if (not f.words or name_ok(f)) and not f.demonym]
+        if len(window) == 1 and not window[0].capital:
+            candidates = [f for f in candidates if f.field not in self.values.name_fields]
+        out: list[ValueForm] = []
+        for kind in sorted(kinds):
+            own = [f for f in candidates if self._kind_of(f) == {kind}]
+            if not own:
+                return []
+            out.append(max(own, key=lambda f: f.count))
+        return out if len({f.field for f in out}) == 1 else []
 
     def _kinds_together(self, tokens: list[Token]) -> set[int]:
         """Indices of kind words joined by "and"/"or" to the next kind ("movies or TV shows", "TV shows and
