@@ -13,6 +13,7 @@ import pytest
 from tests.filter_corpora import TODAY, Expected, bicycles, extractor_of, found, people
 from waypost.engine import Engine
 from waypost.filters.extract import FilterExtractor
+from waypost.index.metadata import MetadataIndex
 from waypost.types import Document
 
 CITIES = {"Lisbon": "Portugal", "Madrid": "Spain", "Berlin": "Germany", "Toronto": "Canada",
@@ -411,6 +412,26 @@ def test_a_synonym_matches_by_stem_only_where_values_name_a_kind_of_item() -> No
     )
     assert found(courses, "docs for the biology lecture") == {("format", "eq", "Lecture"), ("subject", "eq", "Biology")}
     assert found(courses, "docs") == set()
+    # a subject that names a kind of item says nothing of what kind each course is
+    media = extractor_of(
+        [
+            {"format": ["Documentary", "Lecture", "Workshop"][i % 3], "subject": ["Law", "Film & TV Studies"][i % 2]}
+            for i in range(30)
+        ]
+    )
+    assert found(media, "docs for the law lecture") == {("format", "eq", "Lecture"), ("subject", "eq", "Law")}
+    assert found(media, "docs") == set()
+
+
+def test_the_extractors_own_kind_words_decide_where_synonyms_match_by_stem() -> None:
+    rows = [
+        {"medium": "Podcast" if i % 2 else "Audiobook", "genre": ["Documentary", "Crime", "Comedy"][i % 3]}
+        for i in range(30)
+    ]
+    index = MetadataIndex.build(rows)
+    podcasts = FilterExtractor(index, kind_words=frozenset({"podcast", "audiobook"}), today=lambda: TODAY)
+    assert found(podcasts, "docs") == {("genre", "eq", "Documentary")}
+    assert found(FilterExtractor(index, today=lambda: TODAY), "docs") == set()  # no field of movies or TV
 
 
 @pytest.mark.parametrize(

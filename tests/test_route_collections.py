@@ -455,7 +455,8 @@ def test_hit_similarities_read_a_passage_by_its_anchor_and_a_gone_chunk_by_the_h
     last = max(by_index)
     assert by_index[last] < by_index[volcano] - 0.2
     ids = tuple(f"essay#{i}" for i in range(volcano, last + 1))
-    trains = replace(start, passage=PassageRef("grow", ids, f"essay#{last}", 1.0, 1.0))
+    at_last = next(h for h in chunks if h.chunk.index == last)
+    trains = replace(at_last, passage=PassageRef("grow", ids, f"essay#{last}", 1.0, 1.0))
     assert hit_similarities(long, vector, [trains]) == [by_index[last]]
 
     sky = three.collection("sky")
@@ -465,3 +466,38 @@ def test_hit_similarities_read_a_passage_by_its_anchor_and_a_gone_chunk_by_the_h
     sky.delete(["mars"])
     order = [next(h for h in hits if h.chunk.document_id == d) for d in ("jupiter", "mars", "nebula")]
     assert hit_similarities(sky, vector, order) == [alone["jupiter"], alone["jupiter"], alone["nebula"]]
+
+
+class RenamedEmbedder:
+    """The same model under another id: collections built with it do not share its cosines' scale, as far as
+    waypost can know."""
+
+    def __init__(self, inner: Embedder, model_id: str) -> None:
+        self.inner, self.model_id, self.dimension = inner, model_id, inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> object:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> object:
+        return self.inner.embed_query(text)
+
+
+def test_collections_of_different_models_fuse_by_rank_and_say_why(tmp_path: Path, minilm: Embedder) -> None:
+    copy = RenamedEmbedder(minilm, "minilm-copy")
+    for model, name, docs in ((None, "recipes", RECIPES), ("minilm-copy", "sky", SKY)):
+        built = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64, embed_model=model))
+        built.register_embedder(minilm)
+        built.register_embedder(copy)  # type: ignore[arg-type]
+        built.collection(name, create=True).add(docs)
+        built.close()
+    engine = Engine(tmp_path / "store", EngineConfig(chunk_tokens=64))
+    try:
+        engine.register_embedder(minilm)
+        engine.register_embedder(copy)  # type: ignore[arg-type]
+        engine.use_collection_selector(Torn("sky", "recipes"))
+        result = engine.search("which planet has two small moons named Phobos and Deimos", k=4, strategy="hybrid")
+        assert any("by reciprocal rank" in note for note in result.explanation.notes)
+        assert any(n.startswith("ranks, not cosines: their embedding models differ") for n in result.explanation.notes)
+        assert "merge" in result.explanation.timings_ms and result.hits[0].chunk.document_id == "mars"
+    finally:
+        engine.close()

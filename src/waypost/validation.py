@@ -99,6 +99,14 @@ def positive_int(value: object, what: str) -> int:
     return value
 
 
+def non_negative_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{what} must be a whole number, got {value!r}")
+    if value < 0:
+        raise InvalidInputError(f"{what} must be 0 or more, got {value}")
+    return value
+
+
 def name_string(value: object, what: str) -> str:
     """A name chosen from a list (a strategy, a kind): a string, or a clear error."""
     if not isinstance(value, str):

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from waypost.errors import InvalidInputError
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
 from waypost.filters.clauses import either, kind_clauses_joiner
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
+from waypost.filters.kinds import ItemKinds
 from waypost.filters.model import And, Condition, Filter, Op, all_of
 from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
@@ -51,6 +51,7 @@ from waypost.filters.text import (
     stem as _stem,
 )
 from waypost.filters.values import ValueForm, ValueIndex, synonyms_in_use
+from waypost.validation import non_negative_int
 
 if TYPE_CHECKING:
     from waypost.llm.accounting import QueryMetadata
@@ -120,8 +121,7 @@ class FilterExtractor:
         today: Callable[[], date] = date.today,
         readings_kept: int = EXTRACTIONS_KEPT,
     ) -> None:
-        if isinstance(readings_kept, bool) or not isinstance(readings_kept, int) or readings_kept < 0:
-            raise InvalidInputError(f"readings_kept must be a whole number >= 0, not {readings_kept!r}")
+        non_negative_int(readings_kept, "readings_kept")
         self.index = index
         self.readings_kept = readings_kept
         self.synonyms = {**synonyms_in_use(index, DEFAULT_SYNONYMS, kind_words), **(synonyms or {})}
@@ -129,50 +129,11 @@ class FilterExtractor:
         self.today = today
         self.values = ValueIndex(index, self.synonyms, kind_words)
         self.aliases = FieldAliases(index)
-        self._implied: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        self._kinds: dict[str, list[str]] | None = None
+        self.kinds = ItemKinds(index, self.values, self.synonyms, kind_words)
         self._field_stems: frozenset[str] | None = None
         # stage 1, the router's features and the metadata strategy each read the same query
         self._readings: OrderedDict[tuple[str, date], Extraction] = OrderedDict()
         self._readings_lock = threading.Lock()
-
-    # -- implications: "Horror Movies" only ever occurs with type = Movie ----------------------
-    def implied(self, name: str, value: str) -> list[tuple[str, str]]:
-        key = (name, value)
-        if key not in self._implied:
-            out: list[tuple[str, str]] = []
-            pos = self.index.positions(name, value)
-            if len(pos):
-                for other, vals in self._kind_fields().items():
-                    if other == name:
-                        continue
-                    for v in vals:
-                        if np.isin(pos, self.index.positions(other, v)).all():
-                            out.append((other, v))
-            self._implied[key] = out
-        return self._implied[key]
-
-    def _kind_fields(self) -> dict[str, list[str]]:
-        """The kind-like fields (type: Movie | TV Show): string fields of at most 4 values, no flags; read
-        once (the catalogue is one generation's)."""
-        if self._kinds is None:
-            found: dict[str, list[str]] = {}
-            for other in self.index.fields:
-                if self.index.field_kind(other) != "string" or other in self.values.flag_values:
-                    continue
-                vals = self.index.values(other)
-                if len(vals) <= 4:
-                    found[other] = list(vals)
-            self._kinds = found
-        return self._kinds
-
-    def _kind_of(self, form: ValueForm) -> frozenset[str]:
-        if form.kinds:
-            return form.kinds
-        kinds: set[str] = set()
-        for _other, v in self.implied(form.field, form.value):
-            kinds |= {t.norm for t in tokenize(v, self.synonyms)} & self.kind_words
-        return frozenset(kinds)
 
     # -- extraction ---------------------------------------------------------------------------
     def extract(self, query: str, usage: QueryMetadata | None = None) -> Extraction:
@@ -233,7 +194,7 @@ class FilterExtractor:
         fields_done = {c.field for c in conds}
         for c in list(conds):
             if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.flag_values:
-                for other, v in self.implied(c.field, c.value):
+                for other, v in self.kinds.implied(c.field, c.value):
                     if other not in fields_done:
                         conds.append(Condition(other, Op.EQ, v))
                         fields_done.add(other)
@@ -353,7 +314,7 @@ class FilterExtractor:
         avoided = frozenset(kind_words[k].norm for k in excluded_kinds)
         # kinds asked together ("Korean TV shows and movies"): no value named with one of them takes it, as
         # the words before them describe both
-        together = self._kinds_together(tokens)
+        together = self.kinds.together(tokens)
         implied: set[str] = set()
         n = len(tokens)
         spans = sorted(((i, j) for i in range(n) for j in range(i + 1, min(n, i + 6) + 1)), key=lambda s: s[0] - s[1])
@@ -389,7 +350,7 @@ class FilterExtractor:
             name_ok = functools.partial(self._names_match, query, tokens, i, j)
             context = frozenset({*asked.values(), *implied})
             form = self._best(content, kinds, window, name_ok, context, avoided, bool(together))
-            several = self._one_per_kind(content, window, name_ok, asked) if form is None and together else []
+            several = self.kinds.one_per_kind(content, window, name_ok, asked) if form is None and together else []
             for one in several:  # "comedies, movies or TV shows": the films' and the series' comedies
                 refresh(*self._take(query, window, one, mark, picked, matches))
             if form is None or ("and" in inner and not _JOINED.search(form.value)):  # "A and B": two values
@@ -410,7 +371,7 @@ class FilterExtractor:
                     continue
             refresh(*self._take(query, window, form, mark, picked, matches))
             if not excluded:
-                implied |= self._kind_of(form)
+                implied |= self.kinds.of(form)
             else:
                 for x in range(i, j):
                     asked.pop(x, None)
@@ -445,40 +406,6 @@ class FilterExtractor:
             elif values:
                 conds.append(Condition(name, Op.IN, values))
         return [p for found in picked.values() for p in found if not p.excluded]
-
-    def _one_per_kind(
-        self, content: frozenset[str], window: list[Token], name_ok: Callable[[ValueForm], bool], asked: dict[int, str]
-    ) -> list[ValueForm]:
-        """With several kinds asked together, a word whose values split by kind (the films' 'Comedies', the
-        series' 'TV Comedies') reads as one value of one field per kind asked; none if a kind has none."""
-        kinds = set(asked.values())
-        if not content or len(kinds) < 2:
-            return []
-        candidates = [f for f in self.values.forms(content) if (not f.words or name_ok(f)) and not f.demonym]
-        if len(window) == 1 and not window[0].capital:
-            candidates = [f for f in candidates if f.field not in self.values.name_fields]
-        out: list[ValueForm] = []
-        for kind in sorted(kinds):
-            own = [f for f in candidates if self._kind_of(f) == {kind}]
-            if not own:
-                return []
-            out.append(max(own, key=lambda f: f.count))
-        return out if len({f.field for f in out}) == 1 else []
-
-    def _kinds_together(self, tokens: list[Token]) -> set[int]:
-        """Indices of kind words joined by "and"/"or" to the next kind ("movies or TV shows", "TV shows and
-        movies"): the joiner right before the second, at most one word of the first's own between."""
-        kinds = [x for x, t in enumerate(tokens) if t.norm in self.kind_words]
-        out: set[int] = set()
-        for a, b in itertools.pairwise(kinds):
-            joined = b - 1 > a and tokens[b - 1].word in ("and", "or")
-            if tokens[a].norm != tokens[b].norm and joined and b - a <= 3:
-                out |= {a, b}
-        for x in sorted(out):  # the whole kind phrase ("TV shows" is two kind tokens)
-            while x > 0 and tokens[x - 1].norm in self.kind_words and x - 1 not in out:
-                x -= 1
-                out.add(x)
-        return out
 
     def _demonym_of_items(self, tokens: list[Token], i: int, j: int) -> bool:
         """A demonym names a country before what the catalogue lists: a kind word, a value, or a plural that is
@@ -584,13 +511,13 @@ class FilterExtractor:
         country, not the series shelf; "anime series and movies": no value)."""
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
         if several_kinds and not kinds:  # no value, rather than one that drops the other kind
-            candidates = [f for f in candidates if not f.kinds and not self._kind_of(f)]
+            candidates = [f for f in candidates if not f.kinds and not self.kinds.of(f)]
         if avoided and not kinds:
-            candidates = [f for f in candidates if not (self._kind_of(f) and self._kind_of(f) <= avoided)] or candidates
+            candidates = [f for f in candidates if not (self.kinds.of(f) and self.kinds.of(f) <= avoided)] or candidates
         if context and not kinds:
             candidates = [f for f in candidates if not f.kinds or f.kinds & context]
-            if any(self._kind_of(f) & context for f in candidates):
-                candidates = [f for f in candidates if not self._kind_of(f) or self._kind_of(f) & context]
+            if any(self.kinds.of(f) & context for f in candidates):
+                candidates = [f for f in candidates if not self.kinds.of(f) or self.kinds.of(f) & context]
         candidates = [f for f in candidates if not f.demonym] or candidates  # a value's own word first
         # one capital-less word is never a person's name ("love" is no actor's name, "Love" may be)
         if len(window) == 1 and not window[0].capital:
@@ -598,7 +525,7 @@ class FilterExtractor:
         if not candidates:
             return None
         if kinds:
-            agreeing = [f for f in candidates if kinds <= self._kind_of(f) or kinds == f.kinds]
+            agreeing = [f for f in candidates if kinds <= self.kinds.of(f) or kinds == f.kinds]
             if not agreeing:
                 return None
             candidates = agreeing

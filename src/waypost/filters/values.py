@@ -45,6 +45,7 @@ _FLAGS = (("true", "false"), ("yes", "no"))
 
 
 SYNONYM_FIELD_MAX_VALUES = 1000  # fields with more distinct values (people's names) hold no category words
+KIND_FIELD_MAX_VALUES = 4  # a string field of at most this many values may say what kind each item is
 
 
 def synonyms_in_use(
@@ -52,17 +53,21 @@ def synonyms_in_use(
 ) -> dict[str, str]:
     """The synonyms whose every target word occurs in the collection's category-like values: "series" becomes
     "tv" only where some value says "TV" (a film catalogue), never where "5 Series" is a car's model line. In a
-    catalogue whose values name a kind of item ("Movie", "TV Show") a target word counts by its stem ("films"
-    -> "movies"; "docs" -> "documentaries" where a genre says "Documentary"); elsewhere only the exact word
-    ("docs" is no format "Documentary" of a catalogue of courses)."""
+    catalogue with a field whose every value names a kind of item (type: "Movie" | "TV Show"; ``kind_words``) a
+    target word counts by its stem ("films" -> "movies"; "docs" -> "documentaries" where a genre says
+    "Documentary"); elsewhere only the exact word ("docs" is no format "Documentary" of a catalogue of courses,
+    even one with a subject "Film & TV Studies")."""
     words: set[str] = set()
+    kinds_named = False
     for name in catalog.fields:
         if is_text(catalog.field_kind(name)):
             values = catalog.values(name)
             if len(values) <= SYNONYM_FIELD_MAX_VALUES:
                 words.update(w for v in values for w in folded_words(v, {}))
+            if catalog.field_kind(name) == "string" and 0 < len(values) <= KIND_FIELD_MAX_VALUES:
+                kinds_named |= all(any(stem(w) in kind_words for w in folded_words(v, {})) for v in values)
     stems = {stem(w) for w in words}
-    by_stem = bool(stems & kind_words)
+    by_stem = kinds_named
 
     def held(word: str) -> bool:
         return word in words or (by_stem and stem(word) in stems)

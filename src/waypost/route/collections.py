@@ -87,12 +87,12 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 SAMPLE_SIZE = 200
 PROBE_K = 3
 # A collection within this share of the best one's probability is searched too (a profile's "fuse_ratio" sets
-# it; above 1: never fuse). Fused lists are weighted by probability, so the best collection's hits lead; the
-# runner-up's still reach a document-level top 10 when the best one's hits crowd into few documents or run
-# out, which is how fusion rescues a query whose best collection is the wrong one. On the mixed workload's
-# TRAIN split (967 queries, benchmarks/bench_fusion.py) ratios 0.5, 0.7, 0.85 and never fusing scored the same
-# on every set (9, 4, 2 and 0 queries fused), and so did a confidence cap and steeper weights (p**2, p**4);
-# 0.5 searches the query's own collection for the most queries (all but 1, against all but 2).
+# it; above 1: never fuse). Fused lists merge by each next hit's cosine with the query, or by rank weighted by
+# probability where cosines do not compare (``route.search.fuse_collections``). The ratio was chosen under
+# the earlier rank fusion: on the mixed workload's TRAIN split (967 queries, benchmarks/bench_fusion.py)
+# ratios 0.5, 0.7, 0.85 and never fusing scored the same on every set (9, 4, 2 and 0 queries fused), and so
+# did a confidence cap and steeper weights (p**2, p**4); 0.5 searches the query's own collection for the most
+# queries (all but 1, against all but 2).
 FUSE_RATIO = 0.5
 MAX_FUSED = 3
 
