@@ -1,38 +1,35 @@
-"""Two kinds of item, each with its own words, asked for at once: "Korean movies and Swedish TV shows" means
-(Korean AND movie) OR (Swedish AND TV show), not one AND of all four, which holds no row."""
+"""Parallel clauses: "red wines from France and white wines from Italy", "Korean movies and Swedish TV shows"
+each name their own values of the same fields, and mean (red AND France) OR (white AND Italy). Read as one
+clause, the second's values are dropped or contradict the first's."""
 
 from __future__ import annotations
 
-from waypost.filters.model import Filter, Or
-from waypost.filters.text import Token, stop_stems
+import re
+from collections.abc import Iterator
 
-JOINERS = ("and", "or", "plus")
-MAX_OWN_WORDS = 3  # words of the second clause's own between the joiner and its kind ("and Swedish TV shows")
+from waypost.filters.model import Condition, Filter, Op, Or
+
+JOINER = re.compile(r"\b(?:and|or|plus)\b|[,;]", re.IGNORECASE)
+CLAUSE_MIN_CONDITIONS = 2  # a clause with its own words: a value and what qualifies it ("red wines from France")
 
 
-def kind_clauses_joiner(tokens: list[Token], kind_words: frozenset[str]) -> int | None:
-    """The index of the joiner between two clauses that each name their own kind of item and their own words:
-    the first ends with its kind phrase right before the joiner ("Korean movies"), the second has words of its
-    own before its kind ("Swedish TV shows"); the kinds differ. None where the query is no such pair ("Korean
-    movies and TV shows" describes both kinds with one word; "movies and Korean movies" is one kind)."""
-    stop = stop_stems()
-    for m, token in enumerate(tokens):
-        if token.word not in JOINERS or m == 0 or tokens[m - 1].norm not in kind_words:
-            continue
-        first = m - 1
-        while first > 0 and tokens[first - 1].norm in kind_words:
-            first -= 1
-        before = [t for t in tokens[:first] if t.norm not in stop and t.norm not in kind_words]
-        second = next((x for x in range(m + 1, len(tokens)) if tokens[x].norm in kind_words), None)
-        if second is None or not before:
-            continue
-        own = tokens[m + 1 : second]
-        if not own or len(own) > MAX_OWN_WORDS or any(t.word in JOINERS for t in own):
-            continue
-        if all(t.norm in stop for t in own) or {t.norm for t in tokens[first:m]} == {tokens[second].norm}:
-            continue
-        return m
-    return None
+def joiners(query: str) -> Iterator[re.Match[str]]:
+    """Where ``query`` may split into two clauses: a joiner with words on both sides."""
+    for m in JOINER.finditer(query):
+        if re.search(r"\w", query[: m.start()]) and re.search(r"\w", query[m.end() :]):
+            yield m
+
+
+def parallel(left: list[Condition], right: list[Condition]) -> bool:
+    """Whether two clauses' own readings (no implied values) are parallel: each asks for at least
+    ``CLAUSE_MIN_CONDITIONS`` wanted conditions ("not in-person" is none), and they ask one field for different
+    values."""
+    ours = {(c.field, str(c.value)) for c in left if c.op not in (Op.NE, Op.NIN)}
+    theirs = {(c.field, str(c.value)) for c in right if c.op not in (Op.NE, Op.NIN)}
+    if min(len(ours), len(theirs)) < CLAUSE_MIN_CONDITIONS:
+        return False
+    fields = {f for f, _ in ours} & {f for f, _ in theirs}
+    return any({v for g, v in ours if g == f} != {v for g, v in theirs if g == f} for f in fields)
 
 
 def either(left: Filter, right: Filter) -> Filter:
@@ -40,4 +37,4 @@ def either(left: Filter, right: Filter) -> Filter:
     return left if left == right else Or((left, right))
 
 
-__all__ = ["JOINERS", "either", "kind_clauses_joiner"]
+__all__ = ["CLAUSE_MIN_CONDITIONS", "either", "joiners", "parallel"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
-from waypost.filters.clauses import either, kind_clauses_joiner
+from waypost.filters.clauses import CLAUSE_MIN_CONDITIONS, either, joiners, parallel
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
@@ -153,22 +153,40 @@ class FilterExtractor:
         return copy.deepcopy(found)  # a condition's list of values is the caller's to change
 
     def _read_query(self, query: str, today: date) -> Extraction:
-        cut = kind_clauses_joiner(tokenize(query, self.synonyms), self.kind_words)
-        if cut is not None:  # "Korean movies and Swedish TV shows": either clause's reading
-            joiner = tokenize(query, self.synonyms)[cut]
-            left, right = self._read_clause(query[: joiner.start], today), self._read_clause(query[joiner.end :], today)
-            if left.filter is not None and right.filter is not None:
-                semantic = " ".join(part for part in (left.semantic_query, right.semantic_query) if part)
-                said = f"{query[: joiner.start].strip()!r} {joiner.word} {query[joiner.end :].strip()!r}: either"
-                return Extraction(
-                    either(left.filter, right.filter),
-                    semantic,
-                    [*left.matches, *right.matches, said],
-                    left.read_words + right.read_words,
-                )
-        return self._read_clause(query, today)
+        """The query as one clause or, where it joins parallel clauses ("red wines from France and white wines
+        from Italy"), as either clause (each joiner from the left; the right side may split again). Clauses are
+        parallel by their own words, or by what their values imply where the second names a field of its own
+        ("British movies or Nordic TV shows": the shelf implies TV; "rated R or PG-13" is one clause)."""
+        whole = self._read_clause(query, today)
+        if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
+            return whole
+        for joiner in joiners(query):
+            head, tail = query[: joiner.start()], query[joiner.end() :]
+            ours, theirs = (
+                self._read_clause(head, today, False).conditions,
+                self._read_clause(tail, today, False).conditions,
+            )
+            if not parallel(ours, theirs):
+                implied = self._read_clause(head, today).conditions, self._read_clause(tail, today).conditions
+                if not (parallel(*implied) and {c.field for c in theirs} - {c.field for c in ours}):
+                    continue
+            left, right = self._read_clause(head, today), self._read_query(tail, today)
+            if left.filter is None or right.filter is None:
+                continue
+            if not (self.index.mask(left.filter).any() and self.index.mask(right.filter).any()):
+                continue  # a clause no row holds is no clause of this catalogue
+            semantic = " ".join(dict.fromkeys(f"{left.semantic_query} {right.semantic_query}".split()))
+            said = f"{head.strip()!r} {joiner.group(0)} {tail.strip()!r}: either"
+            return Extraction(
+                either(left.filter, right.filter),
+                semantic,
+                [*left.matches, *right.matches, said],
+                left.read_words + right.read_words,
+            )
+        return whole
 
-    def _read_clause(self, query: str, today: date) -> Extraction:
+    def _read_clause(self, query: str, today: date, imply: bool = True) -> Extraction:
+        """One clause's reading; ``imply``: add what its values imply ("Horror Movies": type = Movie)."""
         used = bytearray(len(query) + 1)  # 1 where a character is read (bytes: far cheaper than numpy here)
 
         def free(a: int, b: int) -> bool:
@@ -192,7 +210,7 @@ class FilterExtractor:
         self._numbers(query, free, mark, conds, matches, today, bare=True)
         self._free_of_charge(query, free, mark, conds, matches)
         fields_done = {c.field for c in conds}
-        for c in list(conds):
+        for c in list(conds) if imply else []:
             if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.flag_values:
                 for other, v in self.kinds.implied(c.field, c.value):
                     if other not in fields_done:

@@ -1,0 +1,88 @@
+"""Parallel clauses on an invented wine list: "red wines from France and white wines from Italy" is either
+clause, while alternatives of one field ("red or white wines from Spain") and a value with an exclusion stay
+one clause."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from tests.filter_corpora import TODAY
+from waypost.filters.clauses import parallel
+from waypost.filters.extract import FilterExtractor
+from waypost.filters.model import Condition, Op
+from waypost.index.metadata import MetadataIndex
+
+
+def wines() -> list[dict[str, Any]]:
+    rng = random.Random(3)
+    return [
+        {
+            "color": rng.choice(["Red", "White", "Rosé"]),
+            "country": rng.choice(["France", "Italy", "Spain", "Chile"]),
+            "grape": rng.choice(["Merlot", "Syrah", "Chardonnay", "Riesling", "Tempranillo"]),
+            "price_eur": 5 + (i * 7) % 60,
+        }
+        for i in range(200)
+    ]
+
+
+@pytest.fixture(scope="module")
+def cellar() -> FilterExtractor:
+    return FilterExtractor(MetadataIndex.build(wines()), today=lambda: TODAY)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            "red wines from France and white wines from Italy",
+            "((color = 'Red' AND country = 'France') OR (color = 'White' AND country = 'Italy'))",
+        ),
+        (
+            "French reds and Italian whites",
+            "((country = 'France' AND color = 'Red') OR (country = 'Italy' AND color = 'White'))",
+        ),
+        (
+            "Merlot from Chile or Syrah from France",
+            "((grape = 'Merlot' AND country = 'Chile') OR (grape = 'Syrah' AND country = 'France'))",
+        ),
+        (  # three clauses: the right side splits again
+            "red from France, white from Italy and rosé from Spain",
+            "((color = 'Red' AND country = 'France') OR ((color = 'White' AND country = 'Italy') OR "
+            "(color = 'Rosé' AND country = 'Spain')))",
+        ),
+        # one clause: alternatives of one field, or a second part with no value of its own
+        ("red or white wines from Spain", "(color in ['Red', 'White'] AND country = 'Spain')"),
+        ("wines from France and Italy", "country in ['France', 'Italy']"),
+        ("Merlot and Syrah from Chile", "(grape in ['Merlot', 'Syrah'] AND country = 'Chile')"),
+        (
+            "red wines from France and Italy, not Merlot",
+            "(color = 'Red' AND country in ['France', 'Italy'] AND grape != 'Merlot')",
+        ),
+    ],
+)
+def test_parallel_clauses_read_as_either(cellar: FilterExtractor, query: str, expected: str) -> None:
+    assert str(cellar.extract(query).filter) == expected
+
+
+def test_either_clause_keeps_each_clauses_rows(cellar: FilterExtractor) -> None:
+    rows = wines()
+    reading = cellar.extract("red wines from France and white wines from Italy")
+    assert reading.filter is not None
+    kept = {i for i, keep in enumerate(MetadataIndex.build(rows).mask(reading.filter)) if keep}
+    assert kept == {
+        i for i, r in enumerate(rows) if (r["color"], r["country"]) in {("Red", "France"), ("White", "Italy")}
+    }
+    assert reading.semantic_query == "wines" and reading.matches[-1].endswith(": either")
+
+
+def test_parallel_needs_two_wanted_conditions_a_side_and_a_field_asked_differently() -> None:
+    red_fr = [Condition("color", Op.EQ, "Red"), Condition("country", Op.EQ, "France")]
+    white_it = [Condition("color", Op.EQ, "White"), Condition("country", Op.EQ, "Italy")]
+    assert parallel(red_fr, white_it)
+    assert not parallel(red_fr, red_fr)
+    assert not parallel(red_fr, white_it[:1])
+    assert not parallel(red_fr, [Condition("color", Op.NE, "White"), Condition("country", Op.EQ, "Italy")])
