@@ -202,8 +202,8 @@ def test_a_query_read_again_gives_the_same_reading_and_a_copy_of_it() -> None:
     assert found(extractor, "films from the last 5 years") == {("year", "gte", 2026)}
 
 
-def test_a_query_is_read_once_while_its_reading_is_kept() -> None:
-    extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY)
+def counted_reads(extractor: FilterExtractor) -> list[str]:
+    """The queries ``extractor`` reads by its rules from now on (not those it hands out from kept readings)."""
     reads: list[str] = []
     rules = extractor._read_query
 
@@ -212,6 +212,12 @@ def test_a_query_is_read_once_while_its_reading_is_kept() -> None:
         return rules(query, today)
 
     extractor._read_query = counted  # type: ignore[method-assign]
+    return reads
+
+
+def test_a_query_is_read_once_while_its_reading_is_kept() -> None:
+    extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY)
+    reads = counted_reads(extractor)
     for _ in range(3):
         extractor.extract("thriller movies from the 2010s")
     assert reads == ["thriller movies from the 2010s"]
@@ -226,14 +232,7 @@ def test_a_query_is_read_once_while_its_reading_is_kept() -> None:
 
 def test_the_least_recently_read_query_is_forgotten_first() -> None:
     extractor = FilterExtractor(MetadataIndex.build(movies()), today=lambda: TODAY, readings_kept=2)
-    reads: list[str] = []
-    rules = extractor._read_query
-
-    def counted(query: str, today: date) -> Extraction:
-        reads.append(query)
-        return rules(query, today)
-
-    extractor._read_query = counted  # type: ignore[method-assign]
+    reads = counted_reads(extractor)
     for query in ["thrillers", "comedies", "thrillers", "dramas", "thrillers", "comedies"]:
         extractor.extract(query)
     # "thrillers" read again stays kept; "comedies", the least recent when "dramas" came, is read anew

@@ -166,11 +166,12 @@ class FilterExtractor:
                 self._read_clause(head, today, False).conditions,
                 self._read_clause(tail, today, False).conditions,
             )
+            left = self._read_clause(head, today)
             if not parallel(ours, theirs):
-                implied = self._read_clause(head, today).conditions, self._read_clause(tail, today).conditions
-                if not (parallel(*implied) and {c.field for c in theirs} - {c.field for c in ours}):
+                own_field = {c.field for c in theirs} - {c.field for c in ours}
+                if not (own_field and parallel(left.conditions, self._read_clause(tail, today).conditions)):
                     continue
-            left, right = self._read_clause(head, today), self._read_query(tail, today)
+            right = self._read_query(tail, today)
             if left.filter is None or right.filter is None:
                 continue
             if not (self.index.mask(left.filter).any() and self.index.mask(right.filter).any()):
