@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.filter_corpora import TODAY
-from waypost.filters.clauses import parallel
+from tests.test_filters_everyday import streaming
+from waypost.filters.clauses import CLAUSE_MAX_JOINERS, parallel
 from waypost.filters.extract import FilterExtractor
 from waypost.filters.model import Condition, Op
 from waypost.index.metadata import MetadataIndex
@@ -86,3 +87,28 @@ def test_parallel_needs_two_wanted_conditions_a_side_and_a_field_asked_different
     assert not parallel(red_fr, red_fr)
     assert not parallel(red_fr, white_it[:1])
     assert not parallel(red_fr, [Condition("color", Op.NE, "White"), Condition("country", Op.EQ, "Italy")])
+
+
+def clause_reads(extractor: FilterExtractor, query: str) -> list[tuple[str, bool]]:
+    """The pieces of ``query`` an extractor over the same rows reads by its rules (no kept readings)."""
+    fresh = FilterExtractor(extractor.index, today=lambda: TODAY, readings_kept=0)
+    rules, reads = fresh._read_clause, []
+
+    def counted(text: str, today: Any, imply: bool = True) -> Any:
+        reads.append((text, imply))
+        return rules(text, today, imply)
+
+    fresh._read_clause = counted  # type: ignore[method-assign]
+    fresh.extract(query)
+    return reads
+
+
+def test_splitting_reads_each_piece_once_and_a_long_text_as_one_clause(cellar: FilterExtractor) -> None:
+    for extractor, query in [
+        (cellar, "red from France, white from Italy or rosé from Spain and Merlot from Chile"),
+        (streaming(), "British movies or Nordic TV shows"),  # the right side's implied values read twice before
+    ]:
+        reads = clause_reads(extractor, query)
+        assert len(reads) == len(set(reads)) and len(reads) > 1, reads
+    pasted = ", ".join(f"red from France and white from Italy {i}" for i in range(CLAUSE_MAX_JOINERS))
+    assert clause_reads(cellar, pasted) == [(pasted, True)]

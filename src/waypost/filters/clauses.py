@@ -5,19 +5,24 @@ clause, the second's values are dropped or contradict the first's."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from waypost.filters.model import Condition, Filter, Op, Or
 
 JOINER = re.compile(r"\b(?:and|or|plus)\b|[,;]", re.IGNORECASE)
 CLAUSE_MIN_CONDITIONS = 2  # a clause with its own words: a value and what qualifies it ("red wines from France")
+CLAUSE_MAX_JOINERS = 6  # a question joins a few clauses; a pasted text with more is read as one (linear time)
 
 
-def joiners(query: str) -> Iterator[re.Match[str]]:
-    """Where ``query`` may split into two clauses: a joiner with words on both sides."""
+def joiners(query: str) -> list[re.Match[str]]:
+    """Where ``query`` may split into two clauses: a joiner with words on both sides; none where it has more
+    than ``CLAUSE_MAX_JOINERS``."""
+    found: list[re.Match[str]] = []
     for m in JOINER.finditer(query):
         if re.search(r"\w", query[: m.start()]) and re.search(r"\w", query[m.end() :]):
-            yield m
+            found.append(m)
+            if len(found) > CLAUSE_MAX_JOINERS:
+                return []
+    return found
 
 
 def parallel(left: list[Condition], right: list[Condition]) -> bool:
@@ -37,4 +42,4 @@ def either(left: Filter, right: Filter) -> Filter:
     return left if left == right else Or((left, right))
 
 
-__all__ = ["CLAUSE_MIN_CONDITIONS", "either", "joiners", "parallel"]
+__all__ = ["CLAUSE_MAX_JOINERS", "CLAUSE_MIN_CONDITIONS", "either", "joiners", "parallel"]

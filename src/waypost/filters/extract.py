@@ -157,21 +157,29 @@ class FilterExtractor:
         from Italy"), as either clause (each joiner from the left; the right side may split again). Clauses are
         parallel by their own words, or by what their values imply where the second names a field of its own
         ("British movies or Nordic TV shows": the shelf implies TV; "rated R or PG-13" is one clause)."""
-        whole = self._read_clause(query, today)
+        clauses: dict[tuple[str, bool], Extraction] = {}  # each piece is read once however often it is split
+
+        def read(text: str, imply: bool = True) -> Extraction:
+            if (text, imply) not in clauses:
+                clauses[text, imply] = self._read_clause(text, today, imply)
+            return clauses[text, imply]
+
+        return self._read_split(query, read)
+
+    def _read_split(self, query: str, read: Callable[..., Extraction]) -> Extraction:
+        """``query`` split at its first joiner of parallel clauses, or whole; ``read(text, imply)`` reads a piece."""
+        whole = read(query)
         if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
             return whole
         for joiner in joiners(query):
             head, tail = query[: joiner.start()], query[joiner.end() :]
-            ours, theirs = (
-                self._read_clause(head, today, False).conditions,
-                self._read_clause(tail, today, False).conditions,
-            )
-            left = self._read_clause(head, today)
+            ours, theirs = read(head, False).conditions, read(tail, False).conditions
+            left = read(head)
             if not parallel(ours, theirs):
                 own_field = {c.field for c in theirs} - {c.field for c in ours}
-                if not (own_field and parallel(left.conditions, self._read_clause(tail, today).conditions)):
+                if not (own_field and parallel(left.conditions, read(tail).conditions)):
                     continue
-            right = self._read_query(tail, today)
+            right = self._read_split(tail, read)
             if left.filter is None or right.filter is None:
                 continue
             if not (self.index.mask(left.filter).any() and self.index.mask(right.filter).any()):
