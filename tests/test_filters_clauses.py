@@ -55,6 +55,25 @@ def cellar() -> FilterExtractor:
             "((color = 'Red' AND country = 'France') OR ((color = 'White' AND country = 'Italy') OR "
             "(color = 'Rosé' AND country = 'Spain')))",
         ),
+        # a condition after the last clause on a field no other clause asks is said for every clause
+        (
+            "Merlot from Chile or Syrah from France under 20 euros",
+            "((grape = 'Merlot' AND country = 'Chile' AND price_eur < 20) OR "
+            "(price_eur < 20 AND grape = 'Syrah' AND country = 'France'))",
+        ),
+        (
+            "red from France, white from Italy or rosé from Spain under 30 euros",
+            "((color = 'Red' AND country = 'France' AND price_eur < 30) OR ((color = 'White' AND country = 'Italy' "
+            "AND price_eur < 30) OR (price_eur < 30 AND color = 'Rosé' AND country = 'Spain')))",
+        ),
+        (  # ...but not where the last clause needs it to be a clause, nor inside the first clause
+            "Merlot from Chile or Chardonnay under 20 euros",
+            "((grape = 'Merlot' AND country = 'Chile') OR (price_eur < 20 AND grape = 'Chardonnay'))",
+        ),
+        (
+            "red wines from France under 20 euros and white wines from Italy",
+            "((price_eur < 20 AND color = 'Red' AND country = 'France') OR (color = 'White' AND country = 'Italy'))",
+        ),
         # one clause: alternatives of one field, or a second part with no value of its own
         ("red or white wines from Spain", "(color in ['Red', 'White'] AND country = 'Spain')"),
         ("wines from France and Italy", "country in ['France', 'Italy']"),

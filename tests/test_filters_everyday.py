@@ -446,6 +446,11 @@ def test_the_extractors_own_kind_words_decide_where_synonyms_match_by_stem() -> 
             "((origin = 'United Kingdom' AND format = 'Movie')"
             " OR (shelves = 'Nordic TV Shows' AND format = 'TV Show'))",
         ),
+        (  # the last clause's shelf is its own value, not a "Dramas" said for both
+            "Korean movies and Swedish TV dramas",
+            "((origin = 'South Korea' AND format = 'Movie') OR "
+            "(shelves = 'TV Dramas' AND origin = 'Sweden' AND format = 'TV Show'))",
+        ),
         # one clause: the words before the kinds describe both, or the kinds are the same
         ("Korean movies and TV shows", "(format in ['Movie', 'TV Show'] AND origin = 'South Korea')"),
         ("movies and Korean movies", "(format = 'Movie' AND origin = 'South Korea')"),

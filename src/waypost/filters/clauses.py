@@ -5,6 +5,7 @@ clause, the second's values are dropped or contradict the first's."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from waypost.filters.model import Condition, Filter, Op, Or
 
@@ -29,12 +30,33 @@ def parallel(left: list[Condition], right: list[Condition]) -> bool:
     """Whether two clauses' own readings (no implied values) are parallel: each asks for at least
     ``CLAUSE_MIN_CONDITIONS`` wanted conditions ("not in-person" is none), and they ask one field for different
     values."""
-    ours = {(c.field, str(c.value)) for c in left if c.op not in (Op.NE, Op.NIN)}
-    theirs = {(c.field, str(c.value)) for c in right if c.op not in (Op.NE, Op.NIN)}
+    ours, theirs = _wanted(left), _wanted(right)
     if min(len(ours), len(theirs)) < CLAUSE_MIN_CONDITIONS:
         return False
     fields = {f for f, _ in ours} & {f for f, _ in theirs}
     return any({v for g, v in ours if g == f} != {v for g, v in theirs if g == f} for f in fields)
+
+
+def trailing(clause: str, earlier: set[str], conditions_of: Callable[[str], list[Condition]]) -> list[Condition]:
+    """The conditions that end the last of parallel clauses on fields no earlier clause asks about, said once
+    for every clause ("Merlot from Chile or Syrah from France under 20 euros"): the longest ending whose
+    reading asks only such fields, where the words before it still make a clause of their own ("Merlot from
+    Chile or Chardonnay under 20 euros" keeps the price to the Chardonnay). ``conditions_of`` reads a piece."""
+    found: list[Condition] = []
+    own = conditions_of(clause)  # an ending read as the clause reads it ("TV dramas": no shelf "Dramas")
+    starts = [m.start() for m in re.finditer(r"\b\w", clause)][1:]
+    for start in reversed(starts):
+        ending = conditions_of(clause[start:])
+        if any(c.field in earlier for c in ending):
+            break
+        rest = conditions_of(clause[:start]) if ending and all(c in own for c in ending) else []
+        if len(_wanted(rest)) >= CLAUSE_MIN_CONDITIONS:
+            found = ending
+    return found
+
+
+def _wanted(conditions: list[Condition]) -> set[tuple[str, str]]:
+    return {(c.field, str(c.value)) for c in conditions if c.op not in (Op.NE, Op.NIN)}
 
 
 def either(left: Filter, right: Filter) -> Filter:
@@ -42,4 +64,4 @@ def either(left: Filter, right: Filter) -> Filter:
     return left if left == right else Or((left, right))
 
 
-__all__ = ["CLAUSE_MAX_JOINERS", "CLAUSE_MIN_CONDITIONS", "either", "joiners", "parallel"]
+__all__ = ["CLAUSE_MAX_JOINERS", "CLAUSE_MIN_CONDITIONS", "either", "joiners", "parallel", "trailing"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
-from waypost.filters.clauses import CLAUSE_MIN_CONDITIONS, either, joiners, parallel
+from waypost.filters.clauses import CLAUSE_MIN_CONDITIONS, either, joiners, parallel, trailing
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
@@ -164,13 +164,14 @@ class FilterExtractor:
                 clauses[text, imply] = self._read_clause(text, today, imply)
             return clauses[text, imply]
 
-        return self._read_split(query, read)
+        return self._read_split(query, read)[0]
 
-    def _read_split(self, query: str, read: Callable[..., Extraction]) -> Extraction:
-        """``query`` split at its first joiner of parallel clauses, or whole; ``read(text, imply)`` reads a piece."""
+    def _read_split(self, query: str, read: Callable[..., Extraction]) -> tuple[Extraction, list[Condition] | None]:
+        """``query`` split at its first joiner of parallel clauses, or whole; ``read(text, imply)`` reads a piece.
+        With the reading, the conditions every clause shares (None where ``query`` is one clause)."""
         whole = read(query)
         if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
-            return whole
+            return whole, None
         for joiner in joiners(query):
             head, tail = query[: joiner.start()], query[joiner.end() :]
             ours, theirs = read(head, False).conditions, read(tail, False).conditions
@@ -179,20 +180,28 @@ class FilterExtractor:
                 own_field = {c.field for c in theirs} - {c.field for c in ours}
                 if not (own_field and parallel(left.conditions, read(tail).conditions)):
                     continue
-            right = self._read_split(tail, read)
+            right, shared = self._read_split(tail, read)
             if left.filter is None or right.filter is None:
                 continue
             if not (self.index.mask(left.filter).any() and self.index.mask(right.filter).any()):
                 continue  # a clause no row holds is no clause of this catalogue
+            asked = {c.field for c in left.conditions}
+            if shared is None:
+                shared = trailing(tail, asked, lambda text: read(text, False).conditions)
+            shared = [c for c in shared if c.field not in asked]
+            left_filter = all_of([*(left.filter.items if isinstance(left.filter, And) else [left.filter]), *shared])
+            if shared and left_filter is not None and not self.index.mask(left_filter).any():
+                left_filter, shared = left.filter, []  # the first clause alone holds rows: each keeps its own
             semantic = " ".join(dict.fromkeys(f"{left.semantic_query} {right.semantic_query}".split()))
             said = f"{head.strip()!r} {joiner.group(0)} {tail.strip()!r}: either"
+            shares = [f"{', '.join(map(str, shared))}: every clause"] if shared else []
             return Extraction(
-                either(left.filter, right.filter),
+                either(left_filter or left.filter, right.filter),
                 semantic,
-                [*left.matches, *right.matches, said],
+                [*left.matches, *right.matches, *shares, said],
                 left.read_words + right.read_words,
-            )
-        return whole
+            ), shared
+        return whole, None
 
     def _read_clause(self, query: str, today: date, imply: bool = True) -> Extraction:
         """One clause's reading; ``imply``: add what its values imply ("Horror Movies": type = Movie)."""
