@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from waypost.base import DocumentStore, Embedder, FloatMatrix
 from waypost.embeddings.coverage import CoverageBook
+from waypost.embeddings.query_vectors import query_vector
 from waypost.errors import WaypostError
 from waypost.filters.model import Filter
 from waypost.index.dense import QueryScores
@@ -68,7 +69,7 @@ class SearchContext:
     def query_vector(self, query: str) -> FloatMatrix:
         """The query's embedding, computed once per context (a strategy and its post stages share it)."""
         if self._query_vector is None or self._query_vector[0] != query:
-            self._query_vector = (query, self.embedder.embed_query(query))
+            self._query_vector = (query, query_vector(self.embedder, query))
         return self._query_vector[1]
 
     def dense(self, query: str) -> QueryScores:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from waypost.embeddings.query_vectors import query_vector
 from waypost.errors import FilterError, InvalidInputError, WaypostError
 from waypost.filters.model import Filter, conditions
 from waypost.llm.base import GenerationParams, LLMProvider
@@ -233,7 +234,7 @@ class EmbeddingCollectionSelector:
             index = self.engine.indexes.get(name)
             prof = self.profile(name, index)
             if prof.model not in vectors:
-                vectors[prof.model] = np.asarray(self.engine.embedder(prof.model).embed_query(query), np.float32)
+                vectors[prof.model] = np.asarray(query_vector(self.engine.embedder(prof.model), query), np.float32)
             q = vectors[prof.model]
             share, held = _metadata_reading(index, query, language) if prof.fields else (0.0, frozenset())
             _pos, top = index.dense.search(q, PROBE_K, index.live)

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from waypost.base import Embedder
+from waypost.embeddings.query_vectors import query_vector
 from waypost.errors import WaypostError
 from waypost.route.base import Choice, Features, Pipeline
 from waypost.route.selectors.common import by_preference, fallback
@@ -69,8 +70,8 @@ class EmbeddingSelector:
         if not known:
             chosen = fallback(candidates)
             return Choice(chosen, 0.0, "no examples for any runnable pipeline: the default", self.name)
-        q = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
-        q /= max(float(np.linalg.norm(q)), 1e-9)
+        q = np.asarray(query_vector(self.embedder, query), dtype=np.float32).reshape(-1)
+        q = q / max(float(np.linalg.norm(q)), 1e-9)
         scores: dict[Pipeline, float] = {}
         for p in known:
             sims = vectors[p] @ q

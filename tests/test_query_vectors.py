@@ -1,0 +1,60 @@
+"""A search embeds its query once: stage 1's vector serves the collection's own pass and the merge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from tests.test_route_collections import RECIPES, SKY
+from waypost.embeddings.query_vectors import one_search, query_vector
+from waypost.engine import Engine
+
+QUERY = "how long should bread dough rise before baking"
+
+
+@pytest.fixture
+def counted(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the engine's (real) embedder embeds as queries from now on."""
+    for name, docs in (("recipes", RECIPES), ("sky", SKY)):
+        engine.collection(name, create=True).add(docs)
+    kind = type(engine.collection("recipes").embedder)
+    original: Callable[..., np.ndarray] = kind.embed_query
+    texts: list[str] = []
+
+    def embed_query(self: object, text: str) -> np.ndarray:
+        texts.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(kind, "embed_query", embed_query)
+    return texts
+
+
+def test_an_auto_search_embeds_its_query_once(engine: Engine, counted: list[str]) -> None:
+    result = engine.search(QUERY)
+    assert result.explanation.route is not None and result.hits
+    assert counted == [QUERY]
+    counted.clear()
+    engine.search(QUERY, collections=["recipes", "sky"], strategy="hybrid")  # two passes and their merge
+    assert counted == [QUERY]
+
+
+def test_outside_a_search_each_call_embeds(engine: Engine, counted: list[str]) -> None:
+    recipes = engine.collection("recipes")
+    first = recipes.retrieve(QUERY, "hybrid")
+    again = recipes.retrieve(QUERY, "hybrid")
+    assert counted == [QUERY, QUERY]
+    assert [h.chunk.id for h in first.hits] == [h.chunk.id for h in again.hits]
+
+
+def test_a_kept_vector_is_shared_read_only_and_forgotten_after_the_search(engine: Engine, counted: list[str]) -> None:
+    embedder = engine.collection("recipes").embedder
+    with one_search():
+        vector = query_vector(embedder, QUERY)
+        assert query_vector(embedder, QUERY) is vector and counted == [QUERY]
+        with pytest.raises(ValueError, match="read-only"):
+            vector *= 2
+        query_vector(embedder, "another question")
+    assert counted == [QUERY, "another question"]
+    assert np.allclose(query_vector(embedder, QUERY), vector) and len(counted) == 3
