@@ -7,11 +7,62 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from waypost.filters.model import Condition, Filter, Op, Or
+from waypost.filters.model import And, Condition, Extraction, Filter, Op, Or, all_of
 
 JOINER = re.compile(r"\b(?:and|or|plus)\b|[,;]", re.IGNORECASE)
 CLAUSE_MIN_CONDITIONS = 2  # a clause with its own words: a value and what qualifies it ("red wines from France")
 CLAUSE_MAX_JOINERS = 6  # a question joins a few clauses; a pasted text with more is read as one (linear time)
+
+
+Reader = Callable[[str, bool], Extraction]  # a piece of the query read as one clause (with implied values or not)
+
+
+def read_parallel(query: str, read: Reader, holds_rows: Callable[[Filter], bool]) -> Extraction:
+    """The query as one clause or, where it joins parallel clauses ("red wines from France and white wines
+    from Italy"), as either clause (each joiner from the left; the right side may split again). Clauses are
+    parallel by their own words, or by what their values imply where the second names a field of its own
+    ("British movies or Nordic TV shows": the shelf implies TV; "rated R or PG-13" is one clause); each
+    must hold rows."""
+    return _split(query, read, holds_rows)[0]
+
+
+def _split(query: str, read: Reader, holds_rows: Callable[[Filter], bool]) -> tuple[Extraction, list[Condition] | None]:
+    """``query`` split at its first joiner of parallel clauses, or whole; with the reading, the conditions
+    every clause shares (None where ``query`` is one clause)."""
+    whole = read(query, True)
+    if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
+        return whole, None
+    for joiner in joiners(query):
+        head, tail = query[: joiner.start()], query[joiner.end() :]
+        ours, theirs = read(head, False).conditions, read(tail, False).conditions
+        left = read(head, True)
+        if not parallel(ours, theirs):
+            own_field = {c.field for c in theirs} - {c.field for c in ours}
+            if not (own_field and parallel(left.conditions, read(tail, True).conditions)):
+                continue
+        right, shared = _split(tail, read, holds_rows)
+        if left.filter is None or right.filter is None:
+            continue
+        if not (holds_rows(left.filter) and holds_rows(right.filter)):
+            continue  # a clause no row holds is no clause of this catalogue
+        asked = {c.field for c in left.conditions}
+        if shared is None:
+            shared = trailing(tail, asked, lambda text: read(text, False).conditions)
+        shared = [c for c in shared if c.field not in asked]
+        left_filter = all_of([*(left.filter.items if isinstance(left.filter, And) else [left.filter]), *shared])
+        if left_filter is None or (shared and not holds_rows(left_filter)):
+            left_filter, shared = left.filter, []  # the first clause holds rows only alone: each keeps its own
+        semantic = " ".join(dict.fromkeys(f"{left.semantic_query} {right.semantic_query}".split()))
+        said = f"{head.strip()!r} {joiner.group(0)} {tail.strip()!r}: either"
+        shares = [f"{', '.join(map(str, shared))}: every clause"] if shared else []
+        reading = Extraction(
+            either(left_filter, right.filter),
+            semantic,
+            [*left.matches, *right.matches, *shares, said],
+            left.read_words + right.read_words,
+        )
+        return reading, shared
+    return whole, None
 
 
 def joiners(query: str) -> list[re.Match[str]]:
@@ -64,4 +115,13 @@ def either(left: Filter, right: Filter) -> Filter:
     return left if left == right else Or((left, right))
 
 
-__all__ = ["CLAUSE_MAX_JOINERS", "CLAUSE_MIN_CONDITIONS", "either", "joiners", "parallel", "trailing"]
+__all__ = [
+    "CLAUSE_MAX_JOINERS",
+    "CLAUSE_MIN_CONDITIONS",
+    "Reader",
+    "either",
+    "joiners",
+    "parallel",
+    "read_parallel",
+    "trailing",
+]

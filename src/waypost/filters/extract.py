@@ -22,7 +22,6 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -30,12 +29,12 @@ import numpy as np
 
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
-from waypost.filters.clauses import CLAUSE_MIN_CONDITIONS, either, joiners, parallel, trailing
+from waypost.filters.clauses import read_parallel
 from waypost.filters.date_phrases import date_phrases
 from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
 from waypost.filters.kinds import ItemKinds
-from waypost.filters.model import And, Condition, Filter, Op, all_of
+from waypost.filters.model import And, Condition, Extraction, Filter, Op, all_of
 from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
 from waypost.filters.text import (
@@ -93,22 +92,6 @@ _FREE = re.compile(
 _NEXT_VALUE_WORD = re.compile(r"\s+(\w+)")
 
 
-@dataclass
-class Extraction:
-    filter: Filter | None
-    semantic_query: str
-    matches: list[str] = field(default_factory=list)
-    # the query's words read as wanted values, numbers or field names (no request, cue, negation or stop
-    # words): what the filter's rows hold in their fields
-    read_words: list[str] = field(default_factory=list)
-
-    @property
-    def conditions(self) -> list[Condition]:
-        from waypost.filters.model import conditions
-
-        return conditions(self.filter) if self.filter is not None else []
-
-
 class FilterExtractor:
     """Rule-based extraction over a ``FieldCatalog``. ``today``: the clock for "in the last 5 years";
     ``readings_kept``: how many recent queries' readings are kept (0: none)."""
@@ -153,55 +136,15 @@ class FilterExtractor:
         return copy.deepcopy(found)  # a condition's list of values is the caller's to change
 
     def _read_query(self, query: str, today: date) -> Extraction:
-        """The query as one clause or, where it joins parallel clauses ("red wines from France and white wines
-        from Italy"), as either clause (each joiner from the left; the right side may split again). Clauses are
-        parallel by their own words, or by what their values imply where the second names a field of its own
-        ("British movies or Nordic TV shows": the shelf implies TV; "rated R or PG-13" is one clause)."""
+        """The query's reading: one clause, or parallel clauses as either (``clauses.read_parallel``)."""
         clauses: dict[tuple[str, bool], Extraction] = {}  # each piece is read once however often it is split
 
-        def read(text: str, imply: bool = True) -> Extraction:
+        def read(text: str, imply: bool) -> Extraction:
             if (text, imply) not in clauses:
                 clauses[text, imply] = self._read_clause(text, today, imply)
             return clauses[text, imply]
 
-        return self._read_split(query, read)[0]
-
-    def _read_split(self, query: str, read: Callable[..., Extraction]) -> tuple[Extraction, list[Condition] | None]:
-        """``query`` split at its first joiner of parallel clauses, or whole; ``read(text, imply)`` reads a piece.
-        With the reading, the conditions every clause shares (None where ``query`` is one clause)."""
-        whole = read(query)
-        if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
-            return whole, None
-        for joiner in joiners(query):
-            head, tail = query[: joiner.start()], query[joiner.end() :]
-            ours, theirs = read(head, False).conditions, read(tail, False).conditions
-            left = read(head)
-            if not parallel(ours, theirs):
-                own_field = {c.field for c in theirs} - {c.field for c in ours}
-                if not (own_field and parallel(left.conditions, read(tail).conditions)):
-                    continue
-            right, shared = self._read_split(tail, read)
-            if left.filter is None or right.filter is None:
-                continue
-            if not (self.index.mask(left.filter).any() and self.index.mask(right.filter).any()):
-                continue  # a clause no row holds is no clause of this catalogue
-            asked = {c.field for c in left.conditions}
-            if shared is None:
-                shared = trailing(tail, asked, lambda text: read(text, False).conditions)
-            shared = [c for c in shared if c.field not in asked]
-            left_filter = all_of([*(left.filter.items if isinstance(left.filter, And) else [left.filter]), *shared])
-            if shared and left_filter is not None and not self.index.mask(left_filter).any():
-                left_filter, shared = left.filter, []  # the first clause alone holds rows: each keeps its own
-            semantic = " ".join(dict.fromkeys(f"{left.semantic_query} {right.semantic_query}".split()))
-            said = f"{head.strip()!r} {joiner.group(0)} {tail.strip()!r}: either"
-            shares = [f"{', '.join(map(str, shared))}: every clause"] if shared else []
-            return Extraction(
-                either(left_filter or left.filter, right.filter),
-                semantic,
-                [*left.matches, *right.matches, *shares, said],
-                left.read_words + right.read_words,
-            ), shared
-        return whole, None
+        return read_parallel(query, read, lambda found: bool(self.index.mask(found).any()))
 
     def _read_clause(self, query: str, today: date, imply: bool = True) -> Extraction:
         """One clause's reading; ``imply``: add what its values imply ("Horror Movies": type = Movie)."""

@@ -6,7 +6,7 @@ import csv
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
 from typing import Any
@@ -274,3 +274,19 @@ def parse_filter_json(text: str) -> Filter:
     except ValueError as exc:  # JSONDecodeError, or an integer past Python's 4,300-digit limit
         raise FilterError(f"filter is not valid JSON: {exc}") from exc
     return from_obj(obj)
+
+
+@dataclass
+class Extraction:
+    """A query read for filters: the filter, what is left to search by meaning, what was read and why."""
+
+    filter: Filter | None
+    semantic_query: str
+    matches: list[str] = field(default_factory=list)
+    # the query's words read as wanted values, numbers or field names (no request, cue, negation or stop
+    # words): what the filter's rows hold in their fields
+    read_words: list[str] = field(default_factory=list)
+
+    @property
+    def conditions(self) -> list[Condition]:
+        return conditions(self.filter) if self.filter is not None else []
