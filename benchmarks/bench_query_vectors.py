@@ -19,7 +19,7 @@ import json
 import time
 from typing import Any
 
-import waypost.route.search as route_search
+from waypost.embeddings import query_vectors
 from waypost.engine import Engine, EngineConfig
 from waypost.evaluation.metrics import percentile
 from waypost.evaluation.mixed import default_store, default_workload
@@ -32,19 +32,19 @@ def bench(per_set: int) -> dict[str, Any]:
     # searches a question the other's run has already answered
     engines = {v: Engine(default_store(), EngineConfig(background_index_work=False)) for v in VARIANTS}
     queries = default_workload(None).queries("train", per_set)
-    shipped = route_search.one_search
+    shipped = query_vectors.one_search
     for engine in engines.values():
-        for q in queries[-5:]:  # model, indexes, profiles (these questions are then also timed)
+        for q in queries[-5:]:  # model, indexes, profiles (these five are then timed as well)
             engine.search(q.text, filters=q.filters)
         engine.query_cache.clear()
     timings: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for i, q in enumerate(queries):
         for variant in VARIANTS if i % 2 == 0 else VARIANTS[::-1]:
-            route_search.one_search = shipped if variant == "kept" else contextlib.nullcontext  # type: ignore[assignment]
+            query_vectors.one_search = shipped if variant == "kept" else contextlib.nullcontext  # type: ignore[assignment]
             started = time.perf_counter()
             engines[variant].search(q.text, filters=q.filters)
             timings[variant].append((time.perf_counter() - started) * 1000)
-    route_search.one_search = shipped
+    query_vectors.one_search = shipped
     out: dict[str, Any] = {"queries": len(queries)}
     for variant, values in timings.items():
         out[variant] = {"p50_ms": round(percentile(values, 0.5), 2), "p95_ms": round(percentile(values, 0.95), 2)}

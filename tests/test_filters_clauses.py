@@ -74,6 +74,19 @@ def cellar() -> FilterExtractor:
             "red wines from France under 20 euros and white wines from Italy",
             "((price_eur < 20 AND color = 'Red' AND country = 'France') OR (color = 'White' AND country = 'Italy'))",
         ),
+        (  # an ending that opens with a value is the last clause's own ("Syrah"), not a condition said once
+            "red from France or Italian white Syrah",
+            "((color = 'Red' AND country = 'France') OR (country = 'Italy' AND color = 'White' AND grape = 'Syrah'))",
+        ),
+        (
+            "red wines from France or white wines from Italy: Merlot",
+            "((color = 'Red' AND country = 'France') OR (color = 'White' AND country = 'Italy' AND grape = 'Merlot'))",
+        ),
+        (  # a field an earlier clause asks, even two clauses back, stays with the last clause
+            "red from France under 10 euros, white from Italy or rosé from Spain under 30 euros",
+            "((price_eur < 10 AND color = 'Red' AND country = 'France') OR ((color = 'White' AND country = 'Italy') "
+            "OR (price_eur < 30 AND color = 'Rosé' AND country = 'Spain')))",
+        ),
         # one clause: alternatives of one field, or a second part with no value of its own
         ("red or white wines from Spain", "(color in ['Red', 'White'] AND country = 'Spain')"),
         ("wines from France and Italy", "country in ['France', 'Italy']"),
@@ -117,7 +130,7 @@ def clause_reads(extractor: FilterExtractor, query: str) -> list[tuple[str, bool
         reads.append((text, imply))
         return rules(text, today, imply)
 
-    fresh._read_clause = counted  # type: ignore[method-assign]
+    fresh._read_clause = counted  # type: ignore[method-assign, assignment]
     fresh.extract(query)
     return reads
 
@@ -131,3 +144,13 @@ def test_splitting_reads_each_piece_once_and_a_long_text_as_one_clause(cellar: F
         assert len(reads) == len(set(reads)) and len(reads) > 1, reads
     pasted = ", ".join(f"red from France and white from Italy {i}" for i in range(CLAUSE_MAX_JOINERS))
     assert clause_reads(cellar, pasted) == [(pasted, True)]
+
+
+def test_a_long_ending_after_parallel_clauses_is_read_a_bounded_number_of_times(cellar: FilterExtractor) -> None:
+    """Looking for a condition said once for every clause reads the last few words' endings, not every one of
+    a long tail (each read is as long as the tail: quadratic)."""
+    counts = []
+    for words in (20, 80):
+        query = "red wines from France or white wines from Italy " + " ".join(["lovely"] * words)
+        counts.append(len(clause_reads(cellar, query)))
+    assert counts[0] == counts[1] and counts[0] < 40, counts

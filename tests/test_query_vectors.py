@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 
 import numpy as np
@@ -58,3 +59,13 @@ def test_a_kept_vector_is_shared_read_only_and_forgotten_after_the_search(engine
         query_vector(embedder, "another question")
     assert counted == [QUERY, "another question"]
     assert np.allclose(query_vector(embedder, QUERY), vector) and len(counted) == 3
+
+
+def test_a_context_copied_inside_a_search_keeps_no_vector_after_it(engine: Engine, counted: list[str]) -> None:
+    """An asyncio task or a copied context started inside the search holds the memo: it is emptied at the end."""
+    embedder = engine.collection("recipes").embedder
+    with one_search():
+        query_vector(embedder, QUERY)
+        inside = contextvars.copy_context()
+    inside.run(query_vector, embedder, QUERY)
+    assert counted == [QUERY, QUERY]

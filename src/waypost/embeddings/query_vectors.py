@@ -20,11 +20,13 @@ _known: ContextVar[dict[tuple[str, str], FloatMatrix] | None] = ContextVar("wayp
 def one_search() -> Iterator[None]:
     """Within the block, each (model, query) pair is embedded once. Threads started inside do not see it
     (a ``contextvars`` value): they embed for themselves."""
-    token = _known.set({})
+    known: dict[tuple[str, str], FloatMatrix] = {}
+    token = _known.set(known)
     try:
         yield
     finally:
         _known.reset(token)
+        known.clear()  # a task started inside keeps the context, not the vectors
 
 
 def query_vector(embedder: Embedder, text: str) -> FloatMatrix:

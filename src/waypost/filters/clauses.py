@@ -12,6 +12,7 @@ from waypost.filters.model import And, Condition, Extraction, Filter, Op, Or, al
 JOINER = re.compile(r"\b(?:and|or|plus)\b|[,;]", re.IGNORECASE)
 CLAUSE_MIN_CONDITIONS = 2  # a clause with its own words: a value and what qualifies it ("red wines from France")
 CLAUSE_MAX_JOINERS = 6  # a question joins a few clauses; a pasted text with more is read as one (linear time)
+TRAILING_MAX_WORDS = 8  # a condition said once for every clause is a short ending ("under 20 euros")
 
 
 Reader = Callable[[str, bool], Extraction]  # a piece of the query read as one clause (with implied values or not)
@@ -23,12 +24,15 @@ def read_parallel(query: str, read: Reader, holds_rows: Callable[[Filter], bool]
     parallel by their own words, or by what their values imply where the second names a field of its own
     ("British movies or Nordic TV shows": the shelf implies TV; "rated R or PG-13" is one clause); each
     must hold rows."""
-    return _split(query, read, holds_rows)[0]
+    return _split(query, read, holds_rows, set())[0]
 
 
-def _split(query: str, read: Reader, holds_rows: Callable[[Filter], bool]) -> tuple[Extraction, list[Condition] | None]:
+def _split(
+    query: str, read: Reader, holds_rows: Callable[[Filter], bool], earlier: set[str]
+) -> tuple[Extraction, list[Condition] | None]:
     """``query`` split at its first joiner of parallel clauses, or whole; with the reading, the conditions
-    every clause shares (None where ``query`` is one clause)."""
+    every clause shares (None where ``query`` is one clause). ``earlier``: the fields the clauses before
+    ``query`` ask."""
     whole = read(query, True)
     if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
         return whole, None
@@ -40,14 +44,14 @@ def _split(query: str, read: Reader, holds_rows: Callable[[Filter], bool]) -> tu
             own_field = {c.field for c in theirs} - {c.field for c in ours}
             if not (own_field and parallel(left.conditions, read(tail, True).conditions)):
                 continue
-        right, shared = _split(tail, read, holds_rows)
-        if left.filter is None or right.filter is None:
-            continue
-        if not (holds_rows(left.filter) and holds_rows(right.filter)):
+        if left.filter is None or not holds_rows(left.filter):
             continue  # a clause no row holds is no clause of this catalogue
         asked = {c.field for c in left.conditions}
+        right, shared = _split(tail, read, holds_rows, earlier | asked)
+        if right.filter is None or not holds_rows(right.filter):
+            continue
         if shared is None:
-            shared = trailing(tail, asked, lambda text: read(text, False).conditions)
+            shared = trailing(tail, earlier | asked, lambda text: read(text, False))
         shared = [c for c in shared if c.field not in asked]
         left_filter = all_of([*(left.filter.items if isinstance(left.filter, And) else [left.filter]), *shared])
         if left_filter is None or (shared and not holds_rows(left_filter)):
@@ -88,22 +92,32 @@ def parallel(left: list[Condition], right: list[Condition]) -> bool:
     return any({v for g, v in ours if g == f} != {v for g, v in theirs if g == f} for f in fields)
 
 
-def trailing(clause: str, earlier: set[str], conditions_of: Callable[[str], list[Condition]]) -> list[Condition]:
+def trailing(clause: str, earlier: set[str], read: Callable[[str], Extraction]) -> list[Condition]:
     """The conditions that end the last of parallel clauses on fields no earlier clause asks about, said once
-    for every clause ("Merlot from Chile or Syrah from France under 20 euros"): the longest ending whose
-    reading asks only such fields, where the words before it still make a clause of their own ("Merlot from
-    Chile or Chardonnay under 20 euros" keeps the price to the Chardonnay). ``conditions_of`` reads a piece."""
+    for every clause ("Merlot from Chile or Syrah from France under 20 euros"): the longest ending of at most
+    ``TRAILING_MAX_WORDS`` words whose reading asks only such fields and that opens with a cue, not a value
+    ("... or Italian white Syrah": the Syrah is the white's), where the words before it still make a clause
+    of their own ("Merlot from Chile or Chardonnay under 20 euros" keeps the price to the Chardonnay).
+    ``read`` reads a piece (no implied values)."""
     found: list[Condition] = []
-    own = conditions_of(clause)  # an ending read as the clause reads it ("TV dramas": no shelf "Dramas")
-    starts = [m.start() for m in re.finditer(r"\b\w", clause)][1:]
+    own = read(clause).conditions  # an ending read as the clause reads it ("TV dramas": no shelf "Dramas")
+    starts = [m.start() for m in re.finditer(r"\b\w", clause)][1:][-TRAILING_MAX_WORDS:]
     for start in reversed(starts):
-        ending = conditions_of(clause[start:])
-        if any(c.field in earlier for c in ending):
+        ending = read(clause[start:])
+        if any(c.field in earlier for c in ending.conditions):
             break
-        rest = conditions_of(clause[:start]) if ending and all(c in own for c in ending) else []
-        if len(_wanted(rest)) >= CLAUSE_MIN_CONDITIONS:
-            found = ending
+        if not ending.conditions or _opens_with_value(clause[start:], ending.read_words):
+            continue
+        if not all(c in own for c in ending.conditions):
+            continue
+        if len(_wanted(read(clause[:start]).conditions)) >= CLAUSE_MIN_CONDITIONS:
+            found = ending.conditions
     return found
+
+
+def _opens_with_value(text: str, value_words: list[str]) -> bool:
+    """Whether ``text`` opens with one of the words its reading reads as a value, a number or a field."""
+    return any(re.match(rf"{re.escape(word)}(?!\w)", text, re.IGNORECASE) for word in value_words)
 
 
 def _wanted(conditions: list[Condition]) -> set[tuple[str, str]]:
@@ -118,6 +132,7 @@ def either(left: Filter, right: Filter) -> Filter:
 __all__ = [
     "CLAUSE_MAX_JOINERS",
     "CLAUSE_MIN_CONDITIONS",
+    "TRAILING_MAX_WORDS",
     "Reader",
     "either",
     "joiners",

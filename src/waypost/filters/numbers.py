@@ -43,8 +43,9 @@ _NOT_A_FILTER = re.compile(
 )
 _SUFFIX_MORE = r"more|higher|greater|above|over|up|upwards|later|newer|after|better|longer|bigger|larger|heavier|plus"
 _SUFFIX_LESS = r"less|fewer|lower|below|under|earlier|before|shorter|smaller|lighter|cheaper|worse"
+# "20 euros and under"; not "over 20 euros and under 40 euros", where "under" opens a number of its own
 _SUFFIX = re.compile(
-    rf"^(?:(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:or|and)\s+(?:({_SUFFIX_MORE})|({_SUFFIX_LESS})|(older))\b|(\+)|\s+plus\b|\s+onwards?\b)",
+    rf"^(?:(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:or|and)\s+(?:({_SUFFIX_MORE})|({_SUFFIX_LESS})|(older))\b(?!\s*[$€£]?\s?\d)|(\+)|\s+plus\b|\s+onwards?\b)",
     re.IGNORECASE,
 )
 # "12,500", "12 500" (a space, a no-break or a narrow no-break space between groups), "12500", "8.5"; "30k"/"30K"

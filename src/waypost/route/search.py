@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from waypost.embeddings.query_vectors import one_search, query_vector
+from waypost.embeddings import query_vectors
 from waypost.errors import InvalidInputError, WaypostError
 from waypost.filters.model import Filter, check_filter
 from waypost.index.dense import QueryScores
@@ -156,7 +156,7 @@ def fuse_collections(
     collections = [engine.collection(name) for name in choice.collections]
     reason = why_cosines_do_not_compare(collections, query)
     if reason is None:
-        vector = np.asarray(query_vector(collections[0].embedder, query), dtype=np.float32).reshape(-1)
+        vector = np.asarray(query_vectors.query_vector(collections[0].embedder, query), dtype=np.float32).reshape(-1)
         similarities = [hit_similarities(c, vector, r.hits) for c, r in zip(collections, results, strict=True)]
         result = merge_by_similarity(query, results, similarities, k)
     else:
@@ -181,7 +181,7 @@ def search(
         check_filter(filters)
     if isinstance(collections, str):
         raise InvalidInputError(f"collections is a list of names, not the single name {collections!r}")
-    with one_search():  # stage 1's query vector serves the collections' passes and the merge
+    with query_vectors.one_search():  # stage 1's query vector serves the collections' passes and the merge
         return _search(engine, query, k, collections, strategy, filters)
 
 
