@@ -78,9 +78,25 @@ def cellar() -> FilterExtractor:
             "red from France or Italian white Syrah",
             "((color = 'Red' AND country = 'France') OR (country = 'Italy' AND color = 'White' AND grape = 'Syrah'))",
         ),
-        (
+        (  # after a comma or a colon, a value is said for every clause
             "red wines from France or white wines from Italy: Merlot",
-            "((color = 'Red' AND country = 'France') OR (color = 'White' AND country = 'Italy' AND grape = 'Merlot'))",
+            "((color = 'Red' AND country = 'France' AND grape = 'Merlot') OR "
+            "(color = 'White' AND country = 'Italy' AND grape = 'Merlot'))",
+        ),
+        (
+            "red from France or white from Italy, Merlot only",
+            "((color = 'Red' AND country = 'France' AND grape = 'Merlot') OR "
+            "(color = 'White' AND country = 'Italy' AND grape = 'Merlot'))",
+        ),
+        (  # an ending that opens with a number is a condition, not a value of the clause
+            "Merlot from Chile or Syrah from France 20 euros or less",
+            "((grape = 'Merlot' AND country = 'Chile' AND price_eur <= 20) OR "
+            "(price_eur <= 20 AND grape = 'Syrah' AND country = 'France'))",
+        ),
+        (  # words after the condition do not push it out of the ending looked at
+            "red from France or white from Italy under 20 euros that are really lovely for dinner",
+            "((color = 'Red' AND country = 'France' AND price_eur < 20) OR "
+            "(price_eur < 20 AND color = 'White' AND country = 'Italy'))",
         ),
         (  # a field an earlier clause asks, even two clauses back, stays with the last clause
             "red from France under 10 euros, white from Italy or rosé from Spain under 30 euros",

@@ -141,6 +141,8 @@ def test_an_exclusion_leaves_no_words_behind(bikes: FilterExtractor) -> None:
         ("bikes with fewer than three gears", {("gears", "lt", 3)}),
         ("bikes $1000 and under", {("price_usd", "lte", 1000)}),
         ("bikes over $1000 and under $2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),  # two limits
+        ("bikes over $1000 and less than $2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),
+        ("bikes over 7 gears and under twelve gears", {("gears", "gt", 7), ("gears", "lt", 12)}),
         ("bikes listed in the last 30 days", {("listed_on", "gte", "2025-05-02")}),
         ("bikes listed in the past 2 weeks", {("listed_on", "gte", "2025-05-18")}),
         ("bikes listed last week", {("listed_on", "gte", "2025-05-25")}),

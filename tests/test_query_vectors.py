@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Callable
 
 import numpy as np
@@ -68,4 +69,14 @@ def test_a_context_copied_inside_a_search_keeps_no_vector_after_it(engine: Engin
         query_vector(embedder, QUERY)
         inside = contextvars.copy_context()
     inside.run(query_vector, embedder, QUERY)
-    assert counted == [QUERY, QUERY]
+    inside.run(query_vector, embedder, QUERY)
+    assert counted == [QUERY, QUERY, QUERY]
+
+
+def test_the_parts_of_a_planned_question_share_the_searchs_vectors(engine: Engine, counted: list[str]) -> None:
+    """The planner runs the question and its parts in threads, each in a copy of the search's context."""
+    question = "bread dough rise compare sky and recipes"
+    result = engine.search(question)
+    parts = json.loads(next(n for n in result.explanation.notes if n.startswith("sub-queries: "))[13:])
+    assert len(parts) == 2
+    assert sorted(counted) == sorted([question, *parts])

@@ -13,33 +13,41 @@ import numpy as np
 
 from waypost.base import Embedder, FloatMatrix
 
-_known: ContextVar[dict[tuple[str, str], FloatMatrix] | None] = ContextVar("waypost_query_vectors", default=None)
+
+class _Memo:
+    """One search's vectors; closed when the search ends, so a context copied inside it embeds afresh."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[tuple[str, str], FloatMatrix] = {}
+        self.open = True
+
+
+_known: ContextVar[_Memo | None] = ContextVar("waypost_query_vectors", default=None)
 
 
 @contextmanager
 def one_search() -> Iterator[None]:
     """Within the block, each (model, query) pair is embedded once. Threads started inside do not see it
-    (a ``contextvars`` value): they embed for themselves."""
-    known: dict[tuple[str, str], FloatMatrix] = {}
-    token = _known.set(known)
+    (a ``contextvars`` value) unless they run in a copy of the context (``contextvars.copy_context``)."""
+    memo = _Memo()
+    token = _known.set(memo)
     try:
         yield
     finally:
         _known.reset(token)
-        known.clear()  # a task started inside keeps the context, not the vectors
+        memo.open = False
+        memo.vectors.clear()
 
 
 def query_vector(embedder: Embedder, text: str) -> FloatMatrix:
     """``embedder.embed_query(text)``, once per search; the vector is read-only (callers share it)."""
-    known = _known.get()
-    if known is None:
+    memo = _known.get()
+    if memo is None or not memo.open:
         return embedder.embed_query(text)
     key = (embedder.model_id, text)
-    if key not in known:
-        vector = np.array(embedder.embed_query(text), dtype=np.float32)
-        vector.flags.writeable = False
-        known[key] = vector
-    return known[key]
-
-
-__all__ = ["one_search", "query_vector"]
+    known = memo.vectors.get(key)
+    if known is None:
+        known = np.array(embedder.embed_query(text), dtype=np.float32)
+        known.flags.writeable = False
+        memo.vectors[key] = known
+    return known

@@ -64,6 +64,7 @@ def _split(
             semantic,
             [*left.matches, *right.matches, *shares, said],
             left.read_words + right.read_words,
+            left.value_words + right.value_words,
         )
         return reading, shared
     return whole, None
@@ -94,30 +95,34 @@ def parallel(left: list[Condition], right: list[Condition]) -> bool:
 
 def trailing(clause: str, earlier: set[str], read: Callable[[str], Extraction]) -> list[Condition]:
     """The conditions that end the last of parallel clauses on fields no earlier clause asks about, said once
-    for every clause ("Merlot from Chile or Syrah from France under 20 euros"): the longest ending of at most
-    ``TRAILING_MAX_WORDS`` words whose reading asks only such fields and that opens with a cue, not a value
-    ("... or Italian white Syrah": the Syrah is the white's), where the words before it still make a clause
-    of their own ("Merlot from Chile or Chardonnay under 20 euros" keeps the price to the Chardonnay).
+    for every clause ("Merlot from Chile or Syrah from France under 20 euros"): the longest ending whose
+    reading asks only such fields, where the words before it still make a clause of their own ("Merlot from
+    Chile or Chardonnay under 20 euros" keeps the price to the Chardonnay). An ending that opens with a text
+    value right after the clause's words is the clause's own ("... or Italian white Syrah"); after a comma or a
+    colon it is said for every clause ("..., movies only"). Endings start among the last
+    ``TRAILING_MAX_WORDS`` words up to the last word the clause's reading used (linear time on a long tail).
     ``read`` reads a piece (no implied values)."""
     found: list[Condition] = []
-    own = read(clause).conditions  # an ending read as the clause reads it ("TV dramas": no shelf "Dramas")
-    starts = [m.start() for m in re.finditer(r"\b\w", clause)][1:][-TRAILING_MAX_WORDS:]
+    whole = read(clause)
+    own = whole.conditions  # an ending read as the clause reads it ("TV dramas": no shelf "Dramas")
+    used_end = max((clause.rfind(w) + len(w) for w in whole.read_words if w in clause), default=len(clause))
+    starts = [m.start() for m in re.finditer(r"\b\w", clause[:used_end])][1:][-TRAILING_MAX_WORDS:]
     for start in reversed(starts):
         ending = read(clause[start:])
         if any(c.field in earlier for c in ending.conditions):
             break
-        if not ending.conditions or _opens_with_value(clause[start:], ending.read_words):
+        if not ending.conditions or not all(c in own for c in ending.conditions):
             continue
-        if not all(c in own for c in ending.conditions):
+        if _opens_with(clause[start:], ending.value_words) and not re.search(r"[,;:]\s*$", clause[:start]):
             continue
         if len(_wanted(read(clause[:start]).conditions)) >= CLAUSE_MIN_CONDITIONS:
             found = ending.conditions
     return found
 
 
-def _opens_with_value(text: str, value_words: list[str]) -> bool:
-    """Whether ``text`` opens with one of the words its reading reads as a value, a number or a field."""
-    return any(re.match(rf"{re.escape(word)}(?!\w)", text, re.IGNORECASE) for word in value_words)
+def _opens_with(text: str, words: list[str]) -> bool:
+    """Whether ``text`` opens with one of ``words``."""
+    return any(re.match(rf"{re.escape(word)}(?!\w)", text, re.IGNORECASE) for word in words)
 
 
 def _wanted(conditions: list[Condition]) -> set[tuple[str, str]]:

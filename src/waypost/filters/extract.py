@@ -184,7 +184,8 @@ class FilterExtractor:
         content = [t for t in tokenize(query, {}) if t.norm not in stop and query[t.start : t.end].lower() not in stop]
         words = [query[t.start : t.end] for t in content if free(t.start, t.end)]
         read = [query[t.start : t.end] for t in content if not free(t.start, t.end) and self._value_word(t, wanted)]
-        return Extraction(all_of(list(conds)), " ".join(words), matches, read)
+        values = [query[t.start : t.end] for t in content if any(p.start <= t.start and t.end <= p.end for p in wanted)]
+        return Extraction(all_of(list(conds)), " ".join(words), matches, read, values)
 
     def _value_word(self, token: Token, wanted: list[Picked]) -> bool:
         """A word of a wanted value, a number, or a word of a field's name: what the rows hold in their fields

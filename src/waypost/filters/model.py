@@ -286,6 +286,8 @@ class Extraction:
     # the query's words read as wanted values, numbers or field names (no request, cue, negation or stop
     # words): what the filter's rows hold in their fields
     read_words: list[str] = field(default_factory=list)
+    # the words of the text values it wants ("Syrah", "Tom Hanks"): no number, field name or flag
+    value_words: list[str] = field(default_factory=list)
 
     @property
     def conditions(self) -> list[Condition]:

@@ -43,9 +43,14 @@ _NOT_A_FILTER = re.compile(
 )
 _SUFFIX_MORE = r"more|higher|greater|above|over|up|upwards|later|newer|after|better|longer|bigger|larger|heavier|plus"
 _SUFFIX_LESS = r"less|fewer|lower|below|under|earlier|before|shorter|smaller|lighter|cheaper|worse"
-# "20 euros and under"; not "over 20 euros and under 40 euros", where "under" opens a number of its own
+# "20 euros and under"; not "over 20 euros and under 40 euros" (nor "... and less than USD 40", "... and under
+# twelve"), where the word opens a number of its own
+_NUMBER_AHEAD = (
+    r"\s*(?:than\s+)?(?:[$€£]|(?:eur|usd|gbp|chf)\b)?\s?(?:\d|"
+    rf"(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b)"
+)
 _SUFFIX = re.compile(
-    rf"^(?:(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:or|and)\s+(?:({_SUFFIX_MORE})|({_SUFFIX_LESS})|(older))\b(?!\s*[$€£]?\s?\d)|(\+)|\s+plus\b|\s+onwards?\b)",
+    rf"^(?:(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:or|and)\s+(?:({_SUFFIX_MORE})|({_SUFFIX_LESS})|(older))\b(?!{_NUMBER_AHEAD})|(\+)|\s+plus\b|\s+onwards?\b)",
     re.IGNORECASE,
 )
 # "12,500", "12 500" (a space, a no-break or a narrow no-break space between groups), "12500", "8.5"; "30k"/"30K"

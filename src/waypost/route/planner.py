@@ -7,6 +7,7 @@ concurrently, fuses them by reciprocal rank and applies the text constraints as 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 from collections.abc import Callable
@@ -221,7 +222,9 @@ def run_plan(plan: QueryPlan, run: Callable[[str], RetrievalResult], k: int) -> 
     else:
         queries = list(dict.fromkeys([plan.query, *plan.sub_queries]))
         with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(queries)), thread_name_prefix="waypost-plan") as pool:
-            results = list(pool.map(run, queries))
+            # each part runs in a copy of this context: the search's query vectors (``one_search``) reach it
+            futures = [pool.submit(contextvars.copy_context().run, run, q) for q in queries]
+            results = [f.result() for f in futures]
         result = interleave_results(plan.query, results, max(k, max(len(r.hits) for r in results)))
         result.explanation.notes.append(f"sub-queries: {json.dumps(plan.sub_queries, ensure_ascii=False)}")
     if plan.must_include or plan.must_exclude:
