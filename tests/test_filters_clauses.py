@@ -93,6 +93,21 @@ def cellar() -> FilterExtractor:
             "((grape = 'Merlot' AND country = 'Chile' AND price_eur <= 20) OR "
             "(price_eur <= 20 AND grape = 'Syrah' AND country = 'France'))",
         ),
+        (  # an exclusion or a number in words ends the clause as well
+            "Merlot from Chile or Syrah from France, not red",
+            "((grape = 'Merlot' AND country = 'Chile' AND color != 'Red') OR "
+            "(grape = 'Syrah' AND country = 'France' AND color != 'Red'))",
+        ),
+        (
+            "Merlot from Chile or Syrah from France under twenty euros",
+            "((grape = 'Merlot' AND country = 'Chile' AND price_eur < 20) OR "
+            "(price_eur < 20 AND grape = 'Syrah' AND country = 'France'))",
+        ),
+        (  # a value's letters inside a later word ("Syrahlovers") are not a word the reading used
+            "red from France or white from Italy under 20 euros for Syrahlovers",
+            "((color = 'Red' AND country = 'France' AND price_eur < 20) OR "
+            "(price_eur < 20 AND color = 'White' AND country = 'Italy'))",
+        ),
         (  # words after the condition do not push it out of the ending looked at
             "red from France or white from Italy under 20 euros that are really lovely for dinner",
             "((color = 'Red' AND country = 'France' AND price_eur < 20) OR "

@@ -51,3 +51,6 @@ def query_vector(embedder: Embedder, text: str) -> FloatMatrix:
         known.flags.writeable = False
         memo.vectors[key] = known
     return known
+
+
+__all__ = ["one_search", "query_vector"]

@@ -98,15 +98,15 @@ def trailing(clause: str, earlier: set[str], read: Callable[[str], Extraction]) 
     for every clause ("Merlot from Chile or Syrah from France under 20 euros"): the longest ending whose
     reading asks only such fields, where the words before it still make a clause of their own ("Merlot from
     Chile or Chardonnay under 20 euros" keeps the price to the Chardonnay). An ending that opens with a text
-    value right after the clause's words is the clause's own ("... or Italian white Syrah"); after a comma or a
-    colon it is said for every clause ("..., movies only"). Endings start among the last
-    ``TRAILING_MAX_WORDS`` words up to the last word the clause's reading used (linear time on a long tail).
+    value right after the clause's words is the clause's own ("... or Italian white Syrah"); after a comma, a
+    semicolon or a colon it is said for every clause ("..., movies only"). Endings start among the last
+    ``TRAILING_MAX_WORDS`` words up to the last character the clause's reading used (linear time on a long tail).
     ``read`` reads a piece (no implied values)."""
     found: list[Condition] = []
     whole = read(clause)
     own = whole.conditions  # an ending read as the clause reads it ("TV dramas": no shelf "Dramas")
-    used_end = max((clause.rfind(w) + len(w) for w in whole.read_words if w in clause), default=len(clause))
-    starts = [m.start() for m in re.finditer(r"\b\w", clause[:used_end])][1:][-TRAILING_MAX_WORDS:]
+    starts = [m.start() for m in re.finditer(r"\b\w", clause[: whole.read_end or len(clause)])]
+    starts = starts[1:][-TRAILING_MAX_WORDS:]
     for start in reversed(starts):
         ending = read(clause[start:])
         if any(c.field in earlier for c in ending.conditions):

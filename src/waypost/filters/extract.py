@@ -185,7 +185,7 @@ class FilterExtractor:
         words = [query[t.start : t.end] for t in content if free(t.start, t.end)]
         read = [query[t.start : t.end] for t in content if not free(t.start, t.end) and self._value_word(t, wanted)]
         values = [query[t.start : t.end] for t in content if any(p.start <= t.start and t.end <= p.end for p in wanted)]
-        return Extraction(all_of(list(conds)), " ".join(words), matches, read, values)
+        return Extraction(all_of(list(conds)), " ".join(words), matches, read, values, used.rfind(1) + 1)
 
     def _value_word(self, token: Token, wanted: list[Picked]) -> bool:
         """A word of a wanted value, a number, or a word of a field's name: what the rows hold in their fields

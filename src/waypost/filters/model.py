@@ -288,6 +288,7 @@ class Extraction:
     read_words: list[str] = field(default_factory=list)
     # the words of the text values it wants ("Syrah", "Tom Hanks"): no number, field name or flag
     value_words: list[str] = field(default_factory=list)
+    read_end: int = 0  # where the last character the reading used ends (0: none)
 
     @property
     def conditions(self) -> list[Condition]:
