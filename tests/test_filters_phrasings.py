@@ -143,6 +143,9 @@ def test_an_exclusion_leaves_no_words_behind(bikes: FilterExtractor) -> None:
         ("bikes over $1000 and under $2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),  # two limits
         ("bikes over $1000 and less than $2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),
         ("bikes over 7 gears and under twelve gears", {("gears", "gt", 7), ("gears", "lt", 12)}),
+        ("bikes under USD 2000", {("price_usd", "lt", 2000)}),  # a currency code before the number
+        ("bikes over 1000 dollars and under usd2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),
+        ("bikes between USD 1 000 and 2 000", {("price_usd", "gte", 1000), ("price_usd", "lte", 2000)}),
         ("bikes listed in the last 30 days", {("listed_on", "gte", "2025-05-02")}),
         ("bikes listed in the past 2 weeks", {("listed_on", "gte", "2025-05-18")}),
         ("bikes listed last week", {("listed_on", "gte", "2025-05-25")}),

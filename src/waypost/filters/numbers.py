@@ -46,7 +46,7 @@ _SUFFIX_LESS = r"less|fewer|lower|below|under|earlier|before|shorter|smaller|lig
 # "20 euros and under"; not "over 20 euros and under 40 euros" (nor "... and less than USD 40", "... and under
 # twelve"), where the word opens a number of its own
 _NUMBER_AHEAD = (
-    r"\s*(?:than\s+)?(?:[$€£]|(?:eur|usd|gbp|chf)\b)?\s?(?:\d|"
+    r"\s*(?:than\s+)?(?:[$€£]|(?:eur|usd|gbp|chf)(?![a-z]))?\s?(?:\d|"
     rf"(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b)"
 )
 _SUFFIX = re.compile(
@@ -64,10 +64,12 @@ _SUFFIX_LIMIT = re.compile(
     r"^(?:\s+(?!or\b|and\b)[a-z]+)?\s*(?:(max\b\.?|maximum\b|at\s+most\b|tops\b)|(?P<min>min\b\.?|minimum\b|at\s+least\b))",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(rf"(?<![\w.\-/])(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
+# a currency before the number: a sign or a code ("$20", "EUR 30", "usd2000")
+_CURRENCY = r"(?P<cur>[$€£]|(?i:usd|eur|gbp)(?![a-zA-Z]))"
+_NUMBER = re.compile(rf"(?<![\w.\-/]){_CURRENCY}?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
 _DATE_LIKE = re.compile(r"\d{4}[-/]\d{1,2}(?!\d)|\d{1,2}/\d{1,2}/\d")
-_NUMBER_AT = re.compile(rf"(?P<cur>[$€£])?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
-_SPACED_AT = re.compile(rf"(?P<cur>[$€£])?\s?{_SPACED}(?P<k>(?!))?(?P<pct>(?!))?")
+_NUMBER_AT = re.compile(rf"{_CURRENCY}?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
+_SPACED_AT = re.compile(rf"{_CURRENCY}?\s?{_SPACED}(?P<k>(?!))?(?P<pct>(?!))?")
 _SPACED_NUMBER = re.compile(rf"(?<![\w.\-/]){_SPACED_AT.pattern}")
 
 
