@@ -55,7 +55,7 @@ def plot_sets(result: BenchResult, path: Path) -> None:
 def plot_choices(result: BenchResult, path: Path) -> None:
     plt = _plt()
     labels = sorted({c for _, c, _ in result.choices})
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
     bottom = [0] * len(labels)
     cmap = plt.get_cmap("tab10")
     for i, s in enumerate(result.sets):
@@ -64,9 +64,10 @@ def plot_choices(result: BenchResult, path: Path) -> None:
         ax.bar(labels, heights, bottom=bottom, label=s, color=cmap(i % 10))
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_ylabel("test queries")
+    ax.set_ylim(0, max(bottom, default=0) * 1.06 + 1)  # room above the tallest bar
     ax.set_title("pipelines auto chose, by the set the query came from")
     ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over them
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -113,8 +114,11 @@ def plot_retries(result: BenchResult, path: Path) -> None:
     ax.bar([str(x) for x in xs], [counts.get(x, 0) for x in xs], color="tab:orange")
     ax.set_xlabel("corrective retries per query")
     ax.set_ylabel("test queries")
-    note = "" if any(result.retries) else " (none reported)"
-    ax.set_title("corrective loop" + note)
+    retried = sum(1 for r in result.retries if r)
+    if result.info.get("auto_mode") == "table":
+        ax.set_title("corrective loop: not run (--table)")
+    else:
+        ax.set_title(f"corrective loop: {retried} of {len(result.retries)} queries retried")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
