@@ -191,3 +191,20 @@ def test_another_collection_s_document_never_matches_the_set_s_gold() -> None:
 
     assert score(query, scored_rows(fused("papers"), "papers")) == 1.0
     assert score(query, scored_rows(fused("meetings"), "papers")) == 0.0
+
+
+def test_the_report_in_table_mode_and_a_confusion_plot_of_no_query(tmp_path: Path) -> None:
+    from waypost.evaluation.mixed_bench import BenchResult
+    from waypost.evaluation.mixed_report import plot_confusion, write_report
+
+    result = BenchResult(
+        sets=["a"], metrics={"a": RECALL5}, fixed={"a": {"hybrid": 0.5}}, oracle={"a": 1.0}, auto={"a": 0.5},
+        controls={}, best_single="hybrid", strategy_accuracy=1.0, oracle_gap_closed=0.0, router_p95_ms=1.0,
+        auto_p95_ms=2.0, collection_accuracy=None, choices=[("a", "hybrid", "hybrid")], retries=[0],
+        info={"auto_mode": "table"},
+    )  # fmt: skip
+    assert write_report(result, tmp_path / "report").exists()
+    assert (tmp_path / "report" / "retries.png").stat().st_size > 0
+    result.choices = []
+    plot_confusion(result, tmp_path / "empty.png")  # imshow of an empty grid raised TypeError
+    assert (tmp_path / "empty.png").stat().st_size > 0

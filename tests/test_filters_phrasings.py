@@ -101,6 +101,26 @@ def test_what_the_new_rules_must_not_read(bikes: FilterExtractor, query: str, ex
     assert found(bikes, query) == expected
 
 
+def test_a_currency_code_before_a_number_is_money_and_never_a_date() -> None:
+    wines = extractor_of(
+        [{"price_eur": e, "price_gbp": g, "price_chf": c, "vintage": v, "bottled_on": d}
+         for e in (8, 25, 40) for g in (7, 35) for c in (9, 60) for v in (2015, 2020)
+         for d in ("2019-03-01", "2023-09-01")]
+    )  # fmt: skip
+    assert found(wines, "wines over 10 euros and under EUR 30") == {("price_eur", "gt", 10), ("price_eur", "lt", 30)}
+    assert found(wines, "wines under GBP 30") == {("price_gbp", "lt", 30)}
+    assert found(wines, "wines under gbp30") == {("price_gbp", "lt", 30)}
+    assert found(wines, "wines at most CHF 50") == {("price_chf", "lte", 50)}
+    assert found(wines, "wines under 50 francs") == {("price_chf", "lt", 50)}
+    # a code is a whole word: not inside "Europe" or "amateur", and "EURO 2020" is no price
+    assert found(wines, "wines from Europe 2020") == set()
+    assert found(wines, "amateur 2020 wines") == set()
+    assert found(wines, "wines from the EURO 2020 year") == {("vintage", "eq", 2020)}
+    # money never binds to a calendar field, even where no price field takes its currency
+    assert found(wines, "wines bottled after USD 2021") == set()
+    assert found(wines, "wines bottled after 2021") == {("bottled_on", "gt", 2021)}
+
+
 def test_spaces_group_thousands_in_money_and_round_thousands() -> None:
     drinks = extractor_of(
         [{"volume_ml": v, "pack_size": p, "price_eur": e, "mileage_km": m} for v in (330, 500) for p in (1, 6, 12)

@@ -81,6 +81,12 @@ def plot_confusion(result: BenchResult, path: Path) -> None:
     for _, chosen, oracle in result.choices:
         grid[index[oracle]][index[chosen]] += 1
     fig, ax = plt.subplots(figsize=(1.0 * len(labels) + 3, 0.8 * len(labels) + 2.5))
+    if not labels:  # no query was routed: an empty picture, not a crash
+        ax.set_title("chosen against oracle pipelines: no queries")
+        ax.set_axis_off()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return
     ax.imshow(grid, cmap="Blues")
     for i, row in enumerate(grid):
         for j, n in enumerate(row):
@@ -111,13 +117,14 @@ def plot_retries(result: BenchResult, path: Path) -> None:
     counts = Counter(result.retries)
     xs = list(range(0, max(counts, default=0) + 1))
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.bar([str(x) for x in xs], [counts.get(x, 0) for x in xs], color="tab:orange")
-    ax.set_xlabel("corrective retries per query")
-    ax.set_ylabel("test queries")
-    retried = sum(1 for r in result.retries if r)
-    if result.info.get("auto_mode") == "table":
+    if result.info.get("auto_mode") == "table":  # the table scores choices; no retry ran to count
         ax.set_title("corrective loop: not run (--table)")
+        ax.set_axis_off()
     else:
+        ax.bar([str(x) for x in xs], [counts.get(x, 0) for x in xs], color="tab:orange")
+        ax.set_xlabel("corrective retries per query")
+        ax.set_ylabel("test queries")
+        retried = sum(1 for r in result.retries if r)
         ax.set_title(f"corrective loop: {retried} of {len(result.retries)} queries retried")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -171,14 +171,16 @@ def _held(aliases: FieldAliases, found: list[Condition]) -> bool:
 def _fits(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> bool:
     """Whether the phrase can be about the field at all: a field of calendar years or dates takes only years
     ("by the age of 14 years" is no release year), and a unit of one dimension never binds to a field of
-    another ("40 mg" is no runtime, "85%" no duration); currencies are not converted, so "90 euros" is no
-    ``price_usd``."""
+    another ("40 mg" is no runtime, "85%" no duration) nor to a calendar field; currencies are not converted,
+    so "90 euros" is no ``price_usd``."""
     years = all(float(v).is_integer() and 1000 <= v <= 2999 for _op, v in phrase.bounds)
     if name in aliases.time_fields and not phrase.time_only and not years:
         return False
     found = UNITS.get(phrase.unit.lower()) if phrase.unit else None
     if found is None:
         return True
+    if name in aliases.time_fields:  # a calendar year carries no unit: "after EUR 2023", "2024 kg" are no dates
+        return False
     own_unit = aliases.units.get(name)
     if own_unit is not None and found[0].startswith("money:") and own_unit[0] != found[0]:
         return False

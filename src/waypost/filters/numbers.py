@@ -65,7 +65,7 @@ _SUFFIX_LIMIT = re.compile(
     re.IGNORECASE,
 )
 # a currency before the number: a sign or a code ("$20", "EUR 30", "usd2000")
-_CURRENCY = r"(?P<cur>[$€£]|(?i:usd|eur|gbp)(?![a-zA-Z]))"
+_CURRENCY = r"(?P<cur>[$€£]|(?i:usd|eur|gbp|chf)(?![a-zA-Z]))"
 _NUMBER = re.compile(rf"(?<![\w.\-/]){_CURRENCY}?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
 _DATE_LIKE = re.compile(r"\d{4}[-/]\d{1,2}(?!\d)|\d{1,2}/\d{1,2}/\d")
 _NUMBER_AT = re.compile(rf"{_CURRENCY}?\s?{_DIGITS}(?P<k>[kK]\b)?(?P<pct>%)?")
