@@ -163,6 +163,11 @@ def test_an_exclusion_leaves_no_words_behind(bikes: FilterExtractor) -> None:
         ("bikes over $1000 and under $2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),  # two limits
         ("bikes over $1000 and less than $2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),
         ("bikes over 7 gears and under twelve gears", {("gears", "gt", 7), ("gears", "lt", 12)}),
+        ("bikes with under a dozen gears", {("gears", "lt", 12)}),
+        ("bikes with half a dozen gears or more", {("gears", "gte", 6)}),
+        ("bikes with at least two dozen gears", {("gears", "gte", 24)}),  # not "at least two"
+        ("bikes with 2 dozen gears", {("gears", "eq", 24)}),  # not 2
+        ("a dozen ways to ride", set()),
         ("bikes under USD 2000", {("price_usd", "lt", 2000)}),  # a currency code before the number
         ("bikes over 1000 dollars and under usd2000", {("price_usd", "gt", 1000), ("price_usd", "lt", 2000)}),
         ("bikes between USD 1 000 and 2 000", {("price_usd", "gte", 1000), ("price_usd", "lte", 2000)}),

@@ -111,6 +111,12 @@ _AGE = re.compile(rf"\b(\d+|{'|'.join(WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+
 _NUMBER_WORD = re.compile(
     rf"\b(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
+# "a dozen", "half a dozen", "two dozen", "3 dozen": twelve at a time
+_DOZEN = re.compile(
+    rf"\b(?:(?P<half>half)\s+an?\s+|(?P<count>\d+|an|{'|'.join(w for w in WORD_NUMBERS if w != 'few')})\s+)"
+    r"dozens?\b",
+    re.IGNORECASE,
+)
 # "grand" is a thousand (of money) except in the compounds it makes ("10 grand slams", "a grand piano")
 _GRAND = r"grand(?!\s+(?:slams?|prix|pianos?|canyon|jur(?:y|ies)|masters?|finals?|opening|tours?|totals?)\b)"
 # A quantity in words: "half an hour", "an hour and a half", "one and a half days", "half a km", "a kilo",
@@ -267,6 +273,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         elif op is Op.GTE:
             bounds = [(Op.GTE, lo)]
         add(NumberPhrase(start, m.end(), bounds, time_only=True))
+    for m in _DOZEN.finditer(query):  # before the digits and words, which would read "2" or "two" alone
+        _dozen(query, m, ok, add)
     for m in _numbers(query):
         if not ok(m.start("num"), m.end()) or _NOT_A_FILTER.search(_lookback(query, m.start())[0]):
             continue
@@ -345,6 +353,23 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             unit = m.group("unit").lower()
             add(NumberPhrase(at, end, [(op, value * (_SCALES["grand"] if unit == "grand" else 1))], unit))
     return sorted(found, key=lambda p: p.start)
+
+
+def _dozen(query: str, m: re.Match[str], ok: Callable[[int, int], bool], add: Callable[[NumberPhrase], None]) -> None:
+    """A count of dozens, compared ("under a dozen", "two dozen or more") or with a unit; in digits also alone
+    ("3 dozen"), as a number in digits is."""
+    count = m.group("count")
+    value = 6.0 if m.group("half") else 12.0 * number_of("a" if count.lower() == "an" else count)
+    op, at = _prefix_op_before(query, m.start())
+    suffix = _SUFFIX.match(query[m.end() :])
+    end = m.end()
+    if suffix is not None and not suffix.group(3):
+        op, at, end = (Op.LTE if suffix.group(2) else Op.GTE), m.start(), m.end() + suffix.end()
+    unit, after = _unit_after(query, end)
+    if isinstance(op, Op) and op is not Op.EQ and ok(at, after):
+        add(NumberPhrase(at, after, [(op, value)], unit))
+    elif not isinstance(op, Op) and (unit is not None or (count or "")[:1].isdigit()) and ok(m.start(), after):
+        add(NumberPhrase(m.start(), after, [(Op.EQ, value)], unit, bare=True))
 
 
 def _between(query: str, start: int) -> int:
