@@ -121,6 +121,28 @@ def test_a_currency_code_before_a_number_is_money_and_never_a_date() -> None:
     assert found(wines, "wines bottled after 2021") == {("bottled_on", "gt", 2021)}
 
 
+def test_units_that_look_like_words_and_fields_that_look_like_years() -> None:
+    wines = extractor_of(
+        [{"grape": g, "price_usd": p, "vintage": v} for g in ("Cabernet Franc", "Merlot") for p in (15, 40)
+         for v in (2015, 2016)]
+    )  # fmt: skip
+    # "Franc" is a grape's word, not the Swiss currency; "L'" after a year is a name, not litres
+    assert found(wines, "Cabernet Franc under $30") == {("grape", "eq", "Cabernet Franc"), ("price_usd", "lt", 30)}
+    assert found(wines, "wines from 2015 L'Evangile") == {("vintage", "eq", 2015)}
+    # a field with its own unit whose values happen to lie in 1800-2200 keeps taking that unit
+    bikes = extractor_of([{"price_usd": p, "weight_g": w} for p in (1800, 2100) for w in (1900, 2150)])
+    assert found(bikes, "bikes under $2000") == {("price_usd", "lt", 2000)}
+    assert found(bikes, "bikes under 2000 g") == {("weight_g", "lt", 2000)}
+
+
+def test_dozens_in_decimals_ranges_and_ranks() -> None:
+    eggs = extractor_of([{"eggs_per_box": n, "price_usd": p} for n in (6, 12, 18, 60) for p in (3, 9)])
+    assert found(eggs, "boxes with at least 1.5 dozen eggs") == {("eggs_per_box", "gte", 18)}  # not 5 dozen
+    assert found(eggs, "boxes with 1.5 dozen eggs") == {("eggs_per_box", "eq", 18)}
+    assert found(eggs, "top 5 dozen eggs") == set()  # a rank, as "top 5 eggs"
+    assert ("eggs_per_box", "eq", 24) not in found(eggs, "boxes of 1 to 2 dozen eggs")  # a range, not two dozen
+
+
 def test_spaces_group_thousands_in_money_and_round_thousands() -> None:
     drinks = extractor_of(
         [{"volume_ml": v, "pack_size": p, "price_eur": e, "mileage_km": m} for v in (330, 500) for p in (1, 6, 12)

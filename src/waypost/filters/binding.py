@@ -179,7 +179,8 @@ def _fits(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> bool:
     found = UNITS.get(phrase.unit.lower()) if phrase.unit else None
     if found is None:
         return True
-    if name in aliases.time_fields:  # a calendar year carries no unit: "after EUR 2023", "2024 kg" are no dates
+    if name in aliases.time_fields and aliases.dimensions.get(name) is None:  # a calendar year has no unit:
+        # "after EUR 2023", "2024 kg" are no dates (a price_usd of 1800 to 2200 looks like years, and keeps $)
         return False
     own_unit = aliases.units.get(name)
     if own_unit is not None and found[0].startswith("money:") and own_unit[0] != found[0]:

@@ -45,7 +45,7 @@ UNITS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(("$", "usd", "dollar", "dollars", "bucks"), ("money:usd", 1.0)),
     **dict.fromkeys(("€", "eur", "euro", "euros"), ("money:eur", 1.0)),
     **dict.fromkeys(("£", "gbp"), ("money:gbp", 1.0)),
-    **dict.fromkeys(("chf", "franc", "francs"), ("money:chf", 1.0)),
+    **dict.fromkeys(("chf", "francs"), ("money:chf", 1.0)),  # not "franc": Cabernet Franc
     **dict.fromkeys(("cent", "cents"), ("money:usd", 0.01)),
     **dict.fromkeys(("%", "percent", "pct", "percentage"), ("percent", 1.0)),
     "grand": ("money", 1.0),  # "2 grand" (the thousands are read as a scale): money in any currency

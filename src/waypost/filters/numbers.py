@@ -100,7 +100,7 @@ def _numbers(query: str) -> list[re.Match[str]]:
     return sorted(spaced + plain, key=lambda m: m.start())
 
 
-_UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w-])")
+_UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w'’-])")  # "2015 L'Evangile": no litres
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|to|until|till|through|and)\s*", re.IGNORECASE)
 _DECADE = re.compile(
     r"(?<![\w'’])(?:the\s+)?(?:(early|mid|late)[\s-]*)?(?:['’](\d0)|(1[5-9]\d0|20\d0|\d0))['’]?s\b"
@@ -113,10 +113,11 @@ _NUMBER_WORD = re.compile(
 )
 # "a dozen", "half a dozen", "two dozen", "3 dozen": twelve at a time
 _DOZEN = re.compile(
-    rf"\b(?:(?P<half>half)\s+an?\s+|(?P<count>\d+|an|{'|'.join(w for w in WORD_NUMBERS if w != 'few')})\s+)"
-    r"dozens?\b",
+    r"\b(?:(?P<half>half)\s+an?\s+|(?P<count>(?<![\d.,])\d+(?:\.\d+)?|an|"
+    rf"{'|'.join(w for w in WORD_NUMBERS if w != 'few')})\s+)dozens?\b",
     re.IGNORECASE,
 )
+_RANGE_BEFORE = re.compile(r"\d\s*(?:-|–|to|and|or)\s*$", re.IGNORECASE)  # a range's first end before a count
 # "grand" is a thousand (of money) except in the compounds it makes ("10 grand slams", "a grand piano")
 _GRAND = r"grand(?!\s+(?:slams?|prix|pianos?|canyon|jur(?:y|ies)|masters?|finals?|opening|tours?|totals?)\b)"
 # A quantity in words: "half an hour", "an hour and a half", "one and a half days", "half a km", "a kilo",
@@ -358,6 +359,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
 def _dozen(query: str, m: re.Match[str], ok: Callable[[int, int], bool], add: Callable[[NumberPhrase], None]) -> None:
     """A count of dozens, compared ("under a dozen", "two dozen or more") or with a unit; in digits also alone
     ("3 dozen"), as a number in digits is."""
+    if _NOT_A_FILTER.search(_lookback(query, m.start())[0]) or _RANGE_BEFORE.search(_lookback(query, m.start())[0]):
+        return  # "top 5 dozen"; "1 to 2 dozen" is a range the digits read
     count = m.group("count")
     value = 6.0 if m.group("half") else 12.0 * number_of("a" if count.lower() == "an" else count)
     op, at = _prefix_op_before(query, m.start())
