@@ -342,12 +342,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         elif op is None and unit is not None and ok(m.start(), after):  # "two terabytes": as "2 terabytes"
             add(NumberPhrase(m.start(), after, [(Op.EQ, value)], unit, bare=True))
     for m in _SPOKEN_QUANTITY.finditer(query):  # "under an hour", "half an hour or less", "under a grand"
-        op, at = _prefix_op_before(query, m.start())
-        suffix = _SUFFIX.match(query[m.end() :])
-        if suffix is not None and not suffix.group(3):
-            op, at, end = (Op.LTE if suffix.group(2) else Op.GTE), m.start(), m.end() + suffix.end()
-        else:
-            end = m.end()
+        op, at, end = _limit_around(query, m.start(), m.end())
         if isinstance(op, Op) and op is not Op.EQ and ok(at, end):
             whole = (m.group("whole") or "0").lower().replace("an", "a")
             value = number_of(whole) + (0.5 if m.group("half") or m.group("and_half") or m.group("tail") else 0.0)
@@ -356,18 +351,25 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
     return sorted(found, key=lambda p: p.start)
 
 
+def _limit_around(query: str, start: int, end: int) -> tuple[Op | str | None, int, int]:
+    """The comparison around a quantity at ``query[start:end]``: a suffix after it ("... or less", "... and up")
+    wins over a prefix before it ("under ..."); with the phrase's start and end."""
+    suffix = _SUFFIX.match(query[end:])
+    if suffix is not None and not suffix.group(3):
+        return (Op.LTE if suffix.group(2) else Op.GTE), start, end + suffix.end()
+    op, at = _prefix_op_before(query, start)
+    return op, at, end
+
+
 def _dozen(query: str, m: re.Match[str], ok: Callable[[int, int], bool], add: Callable[[NumberPhrase], None]) -> None:
     """A count of dozens, compared ("under a dozen", "two dozen or more") or with a unit; in digits also alone
     ("3 dozen"), as a number in digits is."""
-    if _NOT_A_FILTER.search(_lookback(query, m.start())[0]) or _RANGE_BEFORE.search(_lookback(query, m.start())[0]):
+    before = _lookback(query, m.start())[0]
+    if _NOT_A_FILTER.search(before) or _RANGE_BEFORE.search(before):
         return  # "top 5 dozen"; "1 to 2 dozen" is a range the digits read
     count = m.group("count")
     value = 6.0 if m.group("half") else 12.0 * number_of("a" if count.lower() == "an" else count)
-    op, at = _prefix_op_before(query, m.start())
-    suffix = _SUFFIX.match(query[m.end() :])
-    end = m.end()
-    if suffix is not None and not suffix.group(3):
-        op, at, end = (Op.LTE if suffix.group(2) else Op.GTE), m.start(), m.end() + suffix.end()
+    op, at, end = _limit_around(query, m.start(), m.end())
     unit, after = _unit_after(query, end)
     if isinstance(op, Op) and op is not Op.EQ and ok(at, after):
         add(NumberPhrase(at, after, [(op, value)], unit))
