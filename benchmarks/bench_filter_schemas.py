@@ -1,7 +1,7 @@
 """Filter extraction on invented schemas the rules were not written against (held out until first run).
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/bench_filter_schemas.py \
-        [--set a|b] [--out run.json] [--compare other_run.json] [--json]
+        [--set a|b|c] [--out run.json] [--compare other_run.json] [--json]
 
 Protocol. The schemas and the queries live in a package under ``benchmarks/data/``. ``data.py`` generates three
 seeded collections of plain rows; ``cases.py`` holds, for each schema, catalogue queries with the conditions a
@@ -87,6 +87,7 @@ TODAY = date(2025, 6, 1)
 SETS = {
     "a": ("filter_schemas", "d460a8391c0d9f53b8f8c580ded9396578ce65df6bde4efdb7621851c6a52ad1"),
     "b": ("filter_schemas_b", "500378d2461df8143ef665b19db59923e81c6665ddeaca2653ed5165685c405c"),
+    "c": ("filter_schemas_c", "62bc67a98714368c6b338698a2a0715dff555dfec26a7b4b55072c14c6d537d0"),
 }
 CASES: dict[str, list[dict[str, Any]]] = {}
 SCHEMAS: dict[str, Any] = {}
@@ -270,7 +271,7 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="a run JSON (from --out) to score as OLD against this run as NEW")
     ap.add_argument("--json", action="store_true", help="print the counts as JSON instead of markdown")
     ap.add_argument(
-        "--set", choices=sorted(SETS), default="a", help="a: rentals, events, recipes; b: stays, laptops, books"
+        "--set", choices=sorted(SETS), default="a", help="a: rentals, events, recipes; b: stays, laptops, books; c: cars, jobs, trails"
     )
     args = ap.parse_args()
 
