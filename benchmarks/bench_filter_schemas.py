@@ -271,7 +271,10 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="a run JSON (from --out) to score as OLD against this run as NEW")
     ap.add_argument("--json", action="store_true", help="print the counts as JSON instead of markdown")
     ap.add_argument(
-        "--set", choices=sorted(SETS), default="a", help="a: rentals, events, recipes; b: stays, laptops, books; c: cars, jobs, trails"
+        "--set",
+        choices=sorted(SETS),
+        default="a",
+        help="a: rentals, events, recipes; b: stays, laptops, books; c: cars, jobs, trails",
     )
     args = ap.parse_args()
 

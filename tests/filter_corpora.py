@@ -1,4 +1,4 @@
-"""Invented catalogues for the filter-extraction tests: movies, products, bicycles and (held out) papers.
+"""Invented catalogues for the filter-extraction tests: movies, products, bicycles, used cars and (held out) papers.
 
 Deterministic (a seeded ``random.Random``); people's names are invented by combining first and last names,
 hundreds of them, so a name field is far past any small value cap.
@@ -120,6 +120,35 @@ def bicycles() -> list[dict[str, Any]]:
                 "gears": [1, 3, 7, 8, 11, 12, 24][i % 7],
                 "extras": sorted({extras[i % 7], extras[(i * 5 + 2) % 7]}),
                 "listed_on": (date(2024, 1, 5) + timedelta(days=(i * 11) % 500)).isoformat(),
+            }
+        )
+    return out
+
+
+def used_cars() -> list[dict[str, Any]]:
+    """A used-car lot: every electric car is an automatic (a value that implies another), a list of features,
+    makes of one and of two words, a registration date, prices and mileages of the same magnitudes."""
+    rng = random.Random(11)
+    makes = ["Kia", "Hyundai", "Skoda", "Mercedes-Benz", "Volvo"]
+    fuels = ["Petrol", "Diesel", "Electric"]
+    features = ["Heated seats", "Tow bar", "Sunroof", "Heat pump", "Parking sensors"]
+    sellers = [*people(rng, 40), "Autohaus Brenner", "Nordlicht Cars"]
+    out = []
+    for i in range(150):
+        fuel = fuels[i % 3]
+        out.append(
+            {
+                "make": makes[i % 5],
+                "fuel": fuel,
+                "transmission": "Automatic" if fuel == "Electric" or i % 4 == 0 else "Manual",
+                "body_type": ["SUV", "Estate", "Hatchback"][(i // 3) % 3],
+                "color": ["White", "Black", "Grey"][(i // 2) % 3],
+                "features": sorted({features[i % 5], features[(i * 3 + 1) % 5]}),
+                "seller": sellers[i % len(sellers)],
+                "country": ["Germany", "Austria", "Switzerland"][(i // 5) % 3],
+                "price_eur": 3000 + (i * 397) % 42000,
+                "mileage_km": 5000 + (i * 1733) % 190000,
+                "first_registration": (date(2009, 3, 1) + timedelta(days=(i * 97) % 5800)).isoformat(),
             }
         )
     return out

@@ -13,6 +13,8 @@ JOINER = re.compile(r"\b(?:and|or|plus)\b|[,;]", re.IGNORECASE)
 CLAUSE_MIN_CONDITIONS = 2  # a clause with its own words: a value and what qualifies it ("red wines from France")
 CLAUSE_MAX_JOINERS = 6  # a question joins a few clauses; a pasted text with more is read as one (linear time)
 TRAILING_MAX_WORDS = 8  # a condition said once for every clause is a short ending ("under 20 euros")
+_ARTICLE = re.compile(r"^(?:a|an|the|some)\s+", re.IGNORECASE)
+EDGE_MAX_WORDS = 3  # the longest value read at either side of a joiner ("Mercedes-Benz C Class")
 
 
 Reader = Callable[[str, bool], Extraction]  # a piece of the query read as one clause (with implied values or not)
@@ -38,6 +40,8 @@ def _split(
         return whole, None
     for joiner in joiners(query):
         head, tail = query[: joiner.start()], query[joiner.end() :]
+        if joins_values(head, tail, lambda text: read(text, False)):
+            continue
         ours, theirs = read(head, False).conditions, read(tail, False).conditions
         left = read(head, True)
         if not parallel(ours, theirs):
@@ -80,6 +84,34 @@ def joiners(query: str) -> list[re.Match[str]]:
             if len(found) > CLAUSE_MAX_JOINERS:
                 return []
     return found
+
+
+def joins_values(head: str, tail: str, read: Callable[[str], Extraction]) -> bool:
+    """Whether the joiner between ``head`` and ``tail`` joins two values of one field ("TypeScript and Node.js",
+    "white Kia or Hyundai SUV"): a list of values inside one clause, not two clauses."""
+    before = _edge_field(head, read, last=True)
+    return before is not None and before == _edge_field(tail, read, last=False)
+
+
+def _edge_field(text: str, read: Callable[[str], Extraction], last: bool) -> str | None:
+    """The field of the value that ends (``last``) or opens ``text``: the shortest run of up to
+    ``EDGE_MAX_WORDS`` words (and an article before them) at that end read as one value that the run ends or
+    opens with."""
+    words = list(re.finditer(r"\S+", text))
+    for n in range(1, min(EDGE_MAX_WORDS + 1, len(words)) + 1):
+        run = text[words[-n].start() :] if last else text[: words[n - 1].end()]
+        reading = read(run)
+        if len(reading.conditions) != 1:
+            continue
+        edge = run.rstrip(" ,;") if last else _ARTICLE.sub("", run.lstrip())
+        fits = (
+            any(re.search(rf"(?<!\w){re.escape(w)}$", edge, re.IGNORECASE) for w in reading.value_words)
+            if last
+            else _opens_with(edge, reading.value_words)
+        )
+        if fits:
+            return reading.conditions[0].field
+    return None
 
 
 def parallel(left: list[Condition], right: list[Condition]) -> bool:

@@ -173,7 +173,7 @@ class FilterExtractor:
         fields_done = {c.field for c in conds}
         for c in list(conds) if imply else []:
             if c.op is Op.EQ and isinstance(c.value, str) and c.field not in self.values.flag_values:
-                for other, v in self.kinds.implied(c.field, c.value):
+                for other, v in self.kinds.implied_kinds(c.field, c.value):
                     if other not in fields_done:
                         conds.append(Condition(other, Op.EQ, v))
                         fields_done.add(other)

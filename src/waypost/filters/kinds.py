@@ -43,6 +43,14 @@ class ItemKinds:
             self._implied[key] = out
         return self._implied[key]
 
+    def implied_kinds(self, name: str, value: str) -> list[tuple[str, str]]:
+        """The implied values that name a kind ("Horror Movies": type = Movie). Other implied values (every
+        electric car is an automatic) say nothing the value's own condition does not, so they are no filter."""
+        return [(other, v) for other, v in self.implied(name, value) if self._kind_words_of(v)]
+
+    def _kind_words_of(self, value: str) -> frozenset[str]:
+        return frozenset({t.norm for t in tokenize(value, self.synonyms)} & self.kind_words)
+
     def kind_fields(self) -> dict[str, list[str]]:
         """The kind-like fields (type: Movie | TV Show): string fields of at most 4 values, no flags; read
         once (the catalogue is one generation's)."""
@@ -63,7 +71,7 @@ class ItemKinds:
             return form.kinds
         kinds: set[str] = set()
         for _other, v in self.implied(form.field, form.value):
-            kinds |= {t.norm for t in tokenize(v, self.synonyms)} & self.kind_words
+            kinds |= self._kind_words_of(v)
         return frozenset(kinds)
 
     def one_per_kind(

@@ -7,10 +7,11 @@ import re
 from dataclasses import dataclass
 
 # A value right after one of these is excluded ("not diesel", "non-diesel", "without Kubernetes", "anything
-# but a manual", "wines not from France", "jobs not requiring Kubernetes", "a bike with no lights", "neither
-# carbon nor steel", "Mexican food, no beef", "a bike that has no lights", "absolutely no horror"); a verb of
-# containing or making and a few function words may come between. Other verbs are not enough, nor "no" after
-# other words: "is there really no comedy about dogs?" wants comedies, "I've not watched a documentary" wants one.
+# but a manual", "wines not from France", "jobs not at Acme", "jobs not requiring Kubernetes", "a bike with no
+# lights", "neither carbon nor steel", "Mexican food, no beef", "a bike that has no lights", "absolutely no
+# horror"); a verb of containing or making and a few function words may come between. Other verbs are not
+# enough, nor "no" after other words: "is there really no comedy about dogs?" wants comedies, "I've not
+# watched a documentary" wants one.
 _CONTAINING = (
     r"requir(?:e|es|ed|ing)|includ(?:e|es|ed|ing)|contain(?:s|ed|ing)?|featur(?:e|es|ed|ing)|us(?:e|es|ing)|"
     r"need(?:s|ed|ing)?|hav(?:e|ing)|has|involv(?:e|es|ed|ing)|starr(?:ed|ing)|direct(?:ed|ing)|written|"
@@ -21,11 +22,14 @@ EXCLUDED_BEFORE = re.compile(
     r"(?:\b(?:not|non|without|excluding|except|neither|nor|isn't|aren't|don't|doesn't|didn't)"
     r"|(?<![\w'])no"  # but see NO_ASKS
     r"|\bother\s+than|\bany(?:thing|where|one|body)\s+(?:but|except)|\bbut\s+not|\bw/o)"
-    rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|on|by|of|with|for|being))*[\s-]*$",
+    rf"(?:\s+(?:{_CONTAINING}))?(?:[\s-]+(?:a|an|the|any|from|in|at|on|by|of|with|for|being))*[\s-]*$",
     re.IGNORECASE,
 )
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
+
+# "Outside" excludes a name in capitals after it ("hikes outside Switzerland"), not a thing ("an outside pool")
+OUTSIDE = re.compile(r"\boutside(?:\s+of)?(?:\s+the)?\s+$", re.IGNORECASE)
 
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
 # "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
@@ -60,6 +64,9 @@ def excluded_start(
     "non-" is excluded too (not so a kind word: "non-South Korean TV shows" are TV shows)."""
     m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
     if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
+        return m.start()
+    m = OUTSIDE.search(query, max(0, start - 40), start) if query[start : start + 1].isupper() else None
+    if m is not None:
         return m.start()
     inside = compound and query[start : start + 1].isupper()  # "non-United Kingdom comedies" wants comedies
     m = NON_COMPOUND.search(query, max(0, start - 40), start) if inside else None
