@@ -127,7 +127,8 @@ def bicycles() -> list[dict[str, Any]]:
 
 def used_cars() -> list[dict[str, Any]]:
     """A used-car lot: every electric car is an automatic (a value that implies another), a list of features,
-    makes of one and of two words, a registration date, prices and mileages of the same magnitudes."""
+    makes of one and of two words, two dates (registered over 16 years, listed this year), prices and mileages
+    of the same magnitudes."""
     rng = random.Random(11)
     makes = ["Kia", "Hyundai", "Skoda", "Mercedes-Benz", "Volvo"]
     fuels = ["Petrol", "Diesel", "Electric"]
@@ -149,6 +150,7 @@ def used_cars() -> list[dict[str, Any]]:
                 "price_eur": 3000 + (i * 397) % 42000,
                 "mileage_km": 5000 + (i * 1733) % 190000,
                 "first_registration": (date(2009, 3, 1) + timedelta(days=(i * 97) % 5800)).isoformat(),
+                "listed_on": (date(2025, 1, 2) + timedelta(days=(i * 7) % 150)).isoformat(),
             }
         )
     return out

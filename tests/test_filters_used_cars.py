@@ -1,6 +1,7 @@
 """Filter extraction on an invented used-car lot, with the readings a third held-out set (``bench_filter_schemas.py
 --set c``: cars, jobs, trails) showed wrong on its first run: values implied by the data, two values of one field
-joined by "and" or "or", and exclusions by "not at" and "outside"."""
+joined by "and" or "or", exclusions by "not at" and "outside", a bare year with two date fields, a range whose
+second end carries the scale, and an age said as "older than N years"."""
 
 from __future__ import annotations
 
@@ -69,3 +70,52 @@ def test_parallel_clauses_still_split(cars: FilterExtractor) -> None:
 )  # fmt: skip
 def test_exclusions_by_not_at_and_outside(cars: FilterExtractor, query: str, expected: Expected) -> None:
     assert found(cars, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # two date fields: the year goes to the one whose years hold it (listings are all from 2025), not to the price
+        ("diesel 2018+ under 20k", {("fuel", "eq", "Diesel"), ("first_registration", "gte", 2018),
+                                    ("price_eur", "lt", 20000)}),
+        ("cars registered before 2015", {("first_registration", "lt", 2015)}),
+        ("estates from 2016 to 2019", {("body_type", "eq", "Estate"), ("first_registration", "gte", 2016),
+                                       ("first_registration", "lte", 2019)}),
+    ],
+)  # fmt: skip
+def test_a_year_goes_to_the_date_field_that_holds_it(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("between 10 and 20 thousand euros", {("price_eur", "gte", 10000), ("price_eur", "lte", 20000)}),
+        ("between 10 and 20 grand", {("price_eur", "gte", 10000), ("price_eur", "lte", 20000)}),
+        ("between 10 thousand and 20 thousand euros", {("price_eur", "gte", 10000), ("price_eur", "lte", 20000)}),
+        ("15-20k euros", {("price_eur", "gte", 15000), ("price_eur", "lte", 20000)}),
+        # the first end already past the second in thousands keeps its own scale
+        ("between 500 and 2 thousand euros", {("price_eur", "gte", 500), ("price_eur", "lte", 2000)}),
+    ],
+)  # fmt: skip
+def test_a_range_scaled_at_its_second_end(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("older than 10 years", {("first_registration", "lte", "2015-06-01")}),
+        ("not older than 5 years", {("first_registration", "gte", "2020-06-01")}),
+        ("younger than three years", {("first_registration", "gte", "2022-06-01")}),
+        ("older than 10 years but less than 100k km", {("first_registration", "lte", "2015-06-01"),
+                                                       ("mileage_km", "lt", 100000)}),
+        ("a car for kids older than 10 years", set()),  # a person's age
+    ],
+)  # fmt: skip
+def test_an_age_said_as_older_than(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected
+
+
+def test_an_age_goes_to_a_year_field_too(movie_extractor: FilterExtractor) -> None:
+    assert found(movie_extractor, "films older than 30 years") == {("year", "lte", 1995)}

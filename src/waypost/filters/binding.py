@@ -200,7 +200,8 @@ def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
 
 
 def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], year_like: bool) -> str | None:
-    """No word names a field: a year goes to a year field, else to the only date field; another number to the
+    """No word names a field: a year goes to a year field, else to the only date field whose years hold it (or
+    the only date field); another number to the
     only field whose values contain it, or, where several do and one of them is a price, to the price (a
     bare amount to compare is most often what something costs)."""
     holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
@@ -211,8 +212,9 @@ def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], y
         for name in numbers:
             if aliases.contains(name, phrase.value):
                 return name
-        if only_date is not None and aliases.contains(only_date, phrase.value):
-            return only_date
+        in_years = [n for n in dates if n in allowed and aliases.contains(n, phrase.value)]
+        if len(in_years) == 1:  # the one date field whose years hold it ("2018+": registered, not listed, then)
+            return in_years[0]
         if phrase.time_only or not holding:  # a year outside every field's years: still a year
             return numbers[0] if numbers else only_date
     money = [n for n in holding if aliases.dimensions.get(n) == "money"]

@@ -108,6 +108,12 @@ _DECADE = re.compile(
     re.IGNORECASE,
 )
 _AGE = re.compile(rf"\b(\d+|{'|'.join(WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
+# "older than 10 years", "not older than 5 years", "younger than 3 yrs": an age without "old" after it
+_AGE_THAN = re.compile(
+    rf"(?P<neg>\bnot\s+)?\b(?P<cmp>older|younger|newer)\s+than\s+(?P<n>\d+|{'|'.join(WORD_NUMBERS)})[\s-]+"
+    r"(?:years?|yrs?)\b(?![\s-]+old\b)",
+    re.IGNORECASE,
+)
 _NUMBER_WORD = re.compile(
     rf"\b(?:{'|'.join(w for w in WORD_NUMBERS if w not in ('a', 'few', 'couple of'))})\b", re.IGNORECASE
 )
@@ -260,6 +266,17 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
         since = (months_before(today, 12 * years),)
         add(NumberPhrase(at, m.end(), [(newer, year - years)], time_only=True, dates=since, age=(cmp, years)))
+    for m in _AGE_THAN.finditer(query):
+        if not ok(m.start(), m.end()):
+            continue
+        if _PERSON_BEFORE.search(_lookback(query, m.start())[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
+            continue  # "for kids older than 10 years"
+        older = m.group("cmp").lower() == "older"
+        cmp = (Op.LTE if older else Op.GTE) if m.group("neg") else (Op.GT if older else Op.LT)
+        years = number_of(m.group("n"))
+        newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
+        since = (months_before(today, 12 * years),)
+        add(NumberPhrase(m.start(), m.end(), [(newer, year - years)], time_only=True, dates=since, age=(cmp, years)))
     for m in _DECADE.finditer(query):
         if not ok(m.start(), m.end()):
             continue
@@ -297,12 +314,18 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         join = _RANGE_JOIN.match(query[end:])
         second = _number_at(query, end + join.end(), " " in m.group("num").strip()) if join else None
         if join and second and ok(second.start("num"), second.end()) and (join.group(0).strip() != "and" or betw >= 0):
-            unit2, end2 = _unit_after(query, second.end())
+            high, end2 = _num(second), second.end()
+            scale2 = None if second.group("k") or second.group("pct") else _SCALE.match(query, end2)
+            if scale2 is not None:  # "between 10 and 20 thousand"
+                high *= _SCALES[scale2.group(1).lower()]
+                end2 = scale2.end()
+                unit = unit or ("grand" if scale2.group(1).lower() == "grand" else None)
+            unit2, end2 = _unit_after(query, end2)
             unit = unit or second.group("cur") or ("%" if second.group("pct") else None) or unit2
             start = betw if betw >= 0 else (at if op == "year" else m.start())
-            high = _num(second)
-            if second.group("k") and not m.group("k") and value < high / 1000:  # "15-20k": both in thousands
-                value *= 1000
+            factor = 1000.0 if second.group("k") else _SCALES[scale2.group(1).lower()] if scale2 else 1.0
+            if factor > 1 and not m.group("k") and scale is None and value * factor <= high:
+                value *= factor  # "15-20k", "10 to 20 thousand": both ends in thousands
             add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, high)], unit))
             continue
         suffix = _SUFFIX.match(query[end:])
