@@ -136,3 +136,15 @@ def test_an_age_goes_to_a_year_field_too(movie_extractor: FilterExtractor) -> No
 )  # fmt: skip
 def test_a_value_named_by_its_distinctive_words(query: str, expected: Expected) -> None:
     assert found(extractor_of(job_board()), query) == expected
+
+
+def test_a_unit_glued_to_its_number_names_the_field() -> None:
+    """ "m" is no unit of its own (metres, minutes, millions); glued to the number it is still a word beside it."""
+    rows = [
+        {"summit_m": 800 + (i * 97) % 3000, "walk_km": 2 + i % 30, "guide_fee_eur": 1000 + (i * 71) % 4000}
+        for i in range(60)
+    ]  # a bare 2500 would be the fee
+    extractor = extractor_of(rows)
+    assert found(extractor, "tours over 2500m") == {("summit_m", "gt", 2500)}
+    assert found(extractor, "tours over 2500 m") == {("summit_m", "gt", 2500)}
+    assert found(extractor, "tours over 2500") == {("guide_fee_eur", "gt", 2500)}

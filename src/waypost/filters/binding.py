@@ -17,7 +17,7 @@ from waypost.filters.dates import EPOCH_ORDINAL
 from waypost.filters.fields import OTHER_READING, PEOPLE_CONCEPT, UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
 from waypost.filters.numbers import NumberPhrase
-from waypost.filters.text import Token, name_words
+from waypost.filters.text import Token, name_words, tokenize
 
 _RATE = frozenset("a an per each every".split())
 _BOUNDARY = frozenset("with and but or that which who whose while where".split())
@@ -35,6 +35,11 @@ def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -
     inside = [
         (t, 0) for t in tokens[first_inside:first_after] if t.end <= phrase.end and not (quiet[0] <= t.start < quiet[1])
     ]
+    glued = tokens[first_after - 1] if first_inside < first_after else None
+    if glued is not None and glued.end > phrase.end and query[phrase.end : glued.end].isalpha():
+        # "2500m": the letters glued to the number are a word beside it (a unit left unread, a field's suffix)
+        inside += [(replace(t, start=t.start + phrase.end, end=t.end + phrase.end), 0)
+                   for t in tokenize(query[phrase.end : glued.end], {})]  # fmt: skip
     before = tokens[max(0, ends_before - 4) : ends_before][::-1]
     after = tokens[first_after : first_after + 3]
     out = list(inside)
