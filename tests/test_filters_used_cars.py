@@ -148,3 +148,42 @@ def test_a_unit_glued_to_its_number_names_the_field() -> None:
     assert found(extractor, "tours over 2500m") == {("summit_m", "gt", 2500)}
     assert found(extractor, "tours over 2500 m") == {("summit_m", "gt", 2500)}
     assert found(extractor, "tours over 2500") == {("guide_fee_eur", "gt", 2500)}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how do I sell my Kia in Germany?",
+        "How long does a transfer of a Volvo take?",
+        "what does a heat pump actually do?",
+        "what does 'Estate' mean here?",
+        "what's the difference between an estate and an SUV?",
+        "should I buy a diesel in 2025?",
+        "do I need winter tyres in Austria?",
+        "is it safe to buy an electric car from Autohaus Brenner?",
+        "is 150,000 km too much for a diesel?",
+        "is 20000 euros a good price for a Skoda?",
+        "can I return a car bought from Nordlicht Cars?",
+        "hi, how can I list my Hyundai?",
+    ],
+)
+def test_a_question_for_advice_is_no_request(cars: FilterExtractor, query: str) -> None:
+    extraction = cars.extract(query)
+    assert extraction.filter is None
+    assert any("advice" in m for m in extraction.matches)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("can I get a diesel estate under 20000 euros?", {("fuel", "eq", "Diesel"), ("body_type", "eq", "Estate"),
+                                                         ("price_eur", "lt", 20000)}),
+        ("can you show me Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
+        ("is there a white Volvo with a sunroof?", {("color", "eq", "White"), ("make", "eq", "Volvo"),
+                                                    ("features", "eq", "Sunroof")}),
+        ("how many Skodas are there under 10000 euros?", {("make", "eq", "Skoda"), ("price_eur", "lt", 10000)}),
+        ("which estates have a tow bar?", {("body_type", "eq", "Estate"), ("features", "eq", "Tow bar")}),
+    ],
+)  # fmt: skip
+def test_a_request_asked_as_a_question_is_still_read(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected

@@ -37,6 +37,7 @@ from waypost.filters.kinds import ItemKinds
 from waypost.filters.model import And, Condition, Extraction, Filter, Op, all_of
 from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
+from waypost.filters.requests import advice_question
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
     DEFAULT_SYNONYMS,
@@ -137,6 +138,9 @@ class FilterExtractor:
 
     def _read_query(self, query: str, today: date) -> Extraction:
         """The query's reading: one clause, or parallel clauses as either (``clauses.read_parallel``)."""
+        advice = advice_question(query)
+        if advice is not None:
+            return Extraction(None, query.strip(), [f"{advice!r}: a question for advice, not for items"])
         clauses: dict[tuple[str, bool], Extraction] = {}  # each piece is read once however often it is split
 
         def read(text: str, imply: bool) -> Extraction:
