@@ -151,6 +151,7 @@ def used_cars() -> list[dict[str, Any]]:
                 "mileage_km": 5000 + (i * 1733) % 190000,
                 "first_registration": (date(2009, 3, 1) + timedelta(days=(i * 97) % 5800)).isoformat(),
                 "listed_on": (date(2025, 1, 2) + timedelta(days=(i * 7) % 150)).isoformat(),
+                "previous_owners": 1 + i % 4,
             }
         )
     return out

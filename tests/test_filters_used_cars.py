@@ -187,3 +187,36 @@ def test_a_question_for_advice_is_no_request(cars: FilterExtractor, query: str) 
 )  # fmt: skip
 def test_a_request_asked_as_a_question_is_still_read(cars: FilterExtractor, query: str, expected: Expected) -> None:
     assert found(cars, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("estates with one previous owner", {("body_type", "eq", "Estate"), ("previous_owners", "eq", 1)}),
+        ("a Kia with two previous owners", {("make", "eq", "Kia"), ("previous_owners", "eq", 2)}),
+        # the word beside the number names no field: nothing
+        ("one of the white estates", {("color", "eq", "White"), ("body_type", "eq", "Estate")}),
+    ],
+)  # fmt: skip
+def test_a_count_in_words_beside_its_field(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("cars listed today", set()),  # the last car was listed yesterday: no field reaches today
+        ("what was listed yesterday?", {("listed_on", "gte", "2025-05-31"), ("listed_on", "lte", "2025-05-31")}),
+        ("kias listed since yesterday", {("make", "eq", "Kia"), ("listed_on", "gte", "2025-05-31"),
+                                         ("listed_on", "lte", "2025-06-01")}),
+        # no date field named beside the day, or a day no field reaches: nothing
+        ("a Kia today", {("make", "eq", "Kia")}),
+        ("today's cheapest Kia", {("make", "eq", "Kia")}),
+    ],
+)  # fmt: skip
+def test_today_and_yesterday_on_the_date_field_named(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected
+
+
+def test_a_day_no_date_field_reaches_is_no_filter(movie_extractor: FilterExtractor) -> None:
+    assert found(movie_extractor, "movies released today") == set()

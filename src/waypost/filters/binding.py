@@ -84,6 +84,7 @@ def bind(
         if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
         and n not in unfit
         and (not phrase.dates_only or _straddles(aliases, n, today))
+        and (not phrase.day_only or aliases.catalog.field_kind(n) == "date")
         and (phrase.reaches is None or _reaches(aliases, n, phrase.reaches))
     ]
     words = _window(query, tokens, phrase, free)

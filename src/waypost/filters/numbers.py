@@ -160,6 +160,7 @@ class NumberPhrase:
     bare: bool = False  # no comparison word: binds only to a field named right beside it
     dates: tuple[date, ...] = ()  # per bound, the day a time relative to today means on a date field
     dates_only: bool = False  # "upcoming", "past events": never a field of years
+    day_only: bool = False  # "today", "since yesterday": only a date field
     age: tuple[Op, float] | None = None  # "less than 5 years old": (LT, 5), for a field of ages if there is one
     quiet: tuple[int, int] | None = None  # a span of the phrase that names no field ("min" in "3 gears min")
     reaches: date | None = None  # a time from today on: only a field with values from this day on
@@ -252,6 +253,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
                 time_only=True,
                 dates=rel.dates,
                 dates_only=rel.dates_only,
+                day_only=rel.day_only,
+                bare=rel.day_only,  # "posted today": the word beside it names the field; "jobs today" none
                 reaches=rel.reaches,
             )
         )
@@ -362,7 +365,7 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         unit = unit or ("grand" if scale and scale.group(1).lower() == "grand" else None)
         if isinstance(op, Op) and op is not Op.EQ and ok(at, after):
             add(NumberPhrase(at, after, [(op, value)], unit))
-        elif op is None and unit is not None and ok(m.start(), after):  # "two terabytes": as "2 terabytes"
+        elif op is None and ok(m.start(), after):  # "two terabytes", "one previous owner": as "2 terabytes"
             add(NumberPhrase(m.start(), after, [(Op.EQ, value)], unit, bare=True))
     for m in _SPOKEN_QUANTITY.finditer(query):  # "under an hour", "half an hour or less", "under a grand"
         op, at, end = _limit_around(query, m.start(), m.end())

@@ -1,5 +1,5 @@
 """Time said relative to today: "in the last 5 years", "the past 30 days", "this year", "recent", "in the next
-30 days", "next month", "this week", "upcoming", "past events".
+30 days", "next month", "this week", "upcoming", "past events", "today", "since yesterday".
 
 Each phrase gives bounds in years, for a field of years, and the same bounds as days, for a date field.
 "upcoming" and "past" (before a plural noun) say nothing about a field of years ("upcoming movies" is no
@@ -39,6 +39,7 @@ _NEXT = re.compile(
     re.IGNORECASE,
 )
 _THIS = re.compile(r"\b(?:from\s+|in\s+|during\s+)?this\s+(year|month|week)\b", re.IGNORECASE)
+_DAY = re.compile(r"\b(?:(from|since)\s+)?(today|yesterday)\b(?!['’])", re.IGNORECASE)  # not "today's"
 _RECENT = re.compile(r"\brecent(?:ly)?\b", re.IGNORECASE)
 _UPCOMING = re.compile(r"\b(?:upcoming|forthcoming)\b", re.IGNORECASE)  # not "future" ("the future of AI")
 # "past events", "show me past concerts": "past" first, or after a word that asks for a list ("walk past concerts",
@@ -60,6 +61,7 @@ class RelativeTime:
     years: tuple[tuple[Op, float], ...]
     dates: tuple[date, ...] = ()
     dates_only: bool = False
+    day_only: bool = False  # a day ("today", "since yesterday"): only a date field takes it
     reaches: date | None = None  # the first day of a time from today on: a field must hold values as late
 
 
@@ -138,6 +140,13 @@ def relative_times(query: str, ok: Callable[[int, int], bool], today: date) -> l
             add(RelativeTime(m.start(), m.end(), ((Op.EQ, year),), reaches=date(year, 1, 1)))
         else:
             add(_period(m.start(), m.end(), *_calendar(today, m.group(1).lower(), 0), today))
+    for m in _DAY.finditer(query):  # "posted yesterday", "listed today", "since yesterday": a date field's day
+        if not fine(m.start(), m.end()):
+            continue
+        day = today - timedelta(days=1) if m.group(2).lower() == "yesterday" else today
+        last = today if (m.group(1) or "").lower() == "since" else day
+        bounds = ((Op.GTE, float(day.year)), (Op.LTE, float(last.year)))
+        add(RelativeTime(m.start(), m.end(), bounds, (day, last), day_only=True, reaches=day))
     for m in _RECENT.finditer(query):
         if fine(m.start(), m.end()):
             add(RelativeTime(m.start(), m.end(), ((Op.GTE, year - RECENT_YEARS),)))
