@@ -13,27 +13,15 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
+from filter_schemas_b.data import _names  # the same helper as set b's: the rows stay as frozen
+
 TODAY = date(2025, 6, 1)
-
-
-def _date(rng: random.Random, start: date, end: date) -> date:
-    return start + timedelta(days=rng.randrange((end - start).days + 1))
 
 
 def _recent(rng: random.Random, start: date, end: date, skew: float) -> date:
     """A date in [start, end], more often near the end (skew > 1)."""
     span = (end - start).days
     return end - timedelta(days=int(span * rng.random() ** skew))
-
-
-def _names(rng: random.Random, first: list[str], last: list[str], k: int, forced: tuple[str, ...]) -> list[str]:
-    pool = [f"{f} {s}" for f, s in itertools.product(first, last)]
-    rng.shuffle(pool)
-    pool = pool[:k]
-    for name in forced:
-        if name not in pool:
-            pool.append(name)
-    return pool
 
 
 # --------------------------------------------------------------------------------------------------
