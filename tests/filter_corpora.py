@@ -157,19 +157,6 @@ def used_cars() -> list[dict[str, Any]]:
     return out
 
 
-def job_board() -> list[dict[str, Any]]:
-    """Job postings: titles of several words that share their last word ("Developer", "Engineer")."""
-    titles = [
-        "Frontend Developer", "Backend Developer", "Mobile Developer", "Platform Engineer", "Security Engineer",
-        "Data Engineer", "Data Analyst", "Product Manager", "Engineering Manager",
-    ]  # fmt: skip
-    cities = ["Lyon", "Porto", "Gdansk", "Leeds"]
-    return [
-        {"title": titles[i % len(titles)], "city": cities[(i // 3) % 4], "salary": 30000 + (i * 1379) % 90000}
-        for i in range(140)
-    ]
-
-
 Expected = set[tuple[str, str, object]]
 
 

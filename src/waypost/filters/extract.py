@@ -494,8 +494,6 @@ class FilterExtractor:
         kinds together, so only a value of no particular kind is read ("Korean TV shows and movies": the
         country, not the series shelf; "anime series and movies": no value)."""
         candidates = [f for f in self.values.forms(content) if not f.words or name_ok(f)]
-        if not candidates:  # "frontend jobs": 'Frontend Developer'
-            candidates = self.values.distinctive(content)
         if several_kinds and not kinds:  # no value, rather than one that drops the other kind
             candidates = [f for f in candidates if not f.kinds and not self.kinds.of(f)]
         if avoided and not kinds:

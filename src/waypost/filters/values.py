@@ -46,10 +46,6 @@ _FLAGS = (("true", "false"), ("yes", "no"))
 
 SYNONYM_FIELD_MAX_VALUES = 1000  # fields with more distinct values (people's names) hold no category words
 KIND_FIELD_MAX_VALUES = 4  # a string field of at most this many values may say what kind each item is
-# A category field (values used on this many chunks on average) may be named by a value's distinctive words
-# ("frontend" for 'Frontend Developer'), where its other words are common to this many of the field's values
-CATEGORY_MIN_USES = 2.0
-COMMON_WORD_MIN_VALUES = 3
 
 
 def synonyms_in_use(
@@ -292,44 +288,6 @@ class ValueIndex:
                     count = counts.get(a.value)
                     if count and all(f.value != a.value or f.field != name for f in out):
                         out.append(ValueForm(name, a.value, a.content, a.kinds, count, demonym=True))
-        return out
-
-    def distinctive(self, content: frozenset[str]) -> list[ValueForm]:
-        """The values that ``content`` names by their distinctive words alone: in a category field, the one value
-        whose stems include it, if only one does, and whose other stems are common to the field's values
-        ("frontend" or "Frontend" -> 'Frontend Developer' beside 'Mobile Developer' and 'Full Stack Developer';
-        "manager" names none of 'Product Manager' and 'Engineering Manager'). Digits alone and one-letter
-        words name nothing ("3" is no '3 Series'), nor do words in fields of names or places ("West" is no
-        'West Germany')."""
-        if not content or all(s.isdigit() or len(s) < 2 for s in content):
-            return []
-        out: list[ValueForm] = []
-        for name, (counts, by_stem, common) in self._categories.items():
-            holding = set.intersection(*(by_stem.get(s, set()) for s in content))
-            if len(holding) != 1:
-                continue
-            a = holding.pop()
-            if a.content != content and a.content - content <= common:
-                out.append(ValueForm(name, a.value, a.content, a.kinds, counts[a.value]))
-        return out
-
-    @cached_property
-    def _categories(self) -> dict[str, tuple[dict[str, int], dict[str, set[_Analysed]], frozenset[str]]]:
-        """Per category field: its counts, each stem's values, and the stems common to its values."""
-        out: dict[str, tuple[dict[str, int], dict[str, set[_Analysed]], frozenset[str]]] = {}
-        for name, counts, shared in self._fields:
-            if name in self.name_fields or name in self.place_fields:  # "state" is no 'United States'
-                continue
-            if sum(counts.values()) < CATEGORY_MIN_USES * len(counts):
-                continue
-            by_stem: dict[str, set[_Analysed]] = {}
-            for forms in shared.by_content.values():
-                for a in forms:
-                    if a.value in counts and a.value not in shared.code_like:
-                        for s in a.content:
-                            by_stem.setdefault(s, set()).add(a)
-            common = frozenset(s for s, held in by_stem.items() if len(held) >= COMMON_WORD_MIN_VALUES)
-            out[name] = (counts, by_stem, common)
         return out
 
     def code_matches(self, query: str) -> list[tuple[re.Match[str], str, str]]:
