@@ -134,45 +134,6 @@ def test_a_unit_glued_to_its_number_names_the_field() -> None:
 
 
 @pytest.mark.parametrize(
-    "query",
-    [
-        "how do I sell my Kia in Germany?",
-        "How long does a transfer of a Volvo take?",
-        "what does a heat pump actually do?",
-        "what does 'Estate' mean here?",
-        "what's the difference between an estate and an SUV?",
-        "should I buy a diesel in 2025?",
-        "do I need winter tyres in Austria?",
-        "is it safe to buy an electric car from Autohaus Brenner?",
-        "is 150,000 km too much for a diesel?",
-        "is 20000 euros a good price for a Skoda?",
-        "can I return a car bought from Nordlicht Cars?",
-        "hi, how can I list my Hyundai?",
-    ],
-)
-def test_a_question_for_advice_is_no_request(cars: FilterExtractor, query: str) -> None:
-    extraction = cars.extract(query)
-    assert extraction.filter is None
-    assert any("advice" in m for m in extraction.matches)
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("can I get a diesel estate under 20000 euros?", {("fuel", "eq", "Diesel"), ("body_type", "eq", "Estate"),
-                                                         ("price_eur", "lt", 20000)}),
-        ("can you show me Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
-        ("is there a white Volvo with a sunroof?", {("color", "eq", "White"), ("make", "eq", "Volvo"),
-                                                    ("features", "eq", "Sunroof")}),
-        ("how many Skodas are there under 10000 euros?", {("make", "eq", "Skoda"), ("price_eur", "lt", 10000)}),
-        ("which estates have a tow bar?", {("body_type", "eq", "Estate"), ("features", "eq", "Tow bar")}),
-    ],
-)  # fmt: skip
-def test_a_request_asked_as_a_question_is_still_read(cars: FilterExtractor, query: str, expected: Expected) -> None:
-    assert found(cars, query) == expected
-
-
-@pytest.mark.parametrize(
     ("query", "expected"),
     [
         ("estates with one previous owner", {("body_type", "eq", "Estate"), ("previous_owners", "eq", 1)}),
@@ -203,3 +164,58 @@ def test_today_and_yesterday_on_the_date_field_named(cars: FilterExtractor, quer
 
 def test_a_day_no_date_field_reaches_is_no_filter(movie_extractor: FilterExtractor) -> None:
     assert found(movie_extractor, "movies released today") == set()
+
+
+# Readings a review of these rules found wrong, each pinned here
+
+
+def test_no_older_than_is_an_upper_age(cars: FilterExtractor) -> None:
+    assert found(cars, "no older than 5 years") == {("first_registration", "gte", "2020-06-01")}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["a car for my dad who is older than 70 years", "a car for a driver younger than 25 years",
+     "a car for my son, he's younger than 10 years"],
+)  # fmt: skip
+def test_a_persons_age_said_with_than_is_no_filter(cars: FilterExtractor, query: str) -> None:
+    assert not any(field == "first_registration" for field, _, _ in found(cars, query))
+
+
+def test_a_round_amount_a_price_holds_stays_the_price() -> None:
+    """Two date fields (built, available); a round number the rent holds is the rent unless a word of time
+    says a year; a year that is no round amount goes to the date field whose years hold it."""
+    rows = [
+        {"rent_eur": 500 + (i * 37) % 3500, "built": f"{1890 + i % 134}-01-01",
+         "available_from": f"2025-0{1 + i % 8}-01"}
+        for i in range(200)
+    ]  # fmt: skip
+    flats = extractor_of(rows)
+    assert found(flats, "flats under 2000") == {("rent_eur", "lt", 2000)}
+    assert found(flats, "flats under 1950") == {("rent_eur", "lt", 1950)}
+    assert found(flats, "flats from before 1950") == {("built", "lt", 1950)}
+    assert found(flats, "flats 1987 or newer") == {("built", "gte", 1987)}
+
+
+def test_values_at_a_joiner_with_other_fields_asked_differently_are_two_clauses(cars: FilterExtractor) -> None:
+    extraction = cars.extract("estates by Volvo or Skoda SUVs")
+    assert isinstance(extraction.filter, Or)
+
+
+def test_a_unit_on_a_ranges_first_end() -> None:
+    rows = [{"walk_km": 2 + i % 30, "guide_fee_eur": 1000 + (i * 71) % 4000} for i in range(60)]
+    walks = extractor_of(rows)
+    assert found(walks, "walks 5km-10km") == {("walk_km", "gte", 5), ("walk_km", "lte", 10)}
+
+
+def test_outside_describing_a_thing_excludes_nothing() -> None:
+    amenities = ["Swimming Pool", "Free Parking", "Spa", "Gym"]
+    rows = [
+        {"country": ["Italy", "France", "Switzerland"][i % 3], "amenities": sorted({amenities[i % 4],
+                                                                                    amenities[(i * 3 + 1) % 4]})}
+        for i in range(90)
+    ]  # fmt: skip
+    hotels = extractor_of(rows)
+    assert found(hotels, "a hotel with an outside Swimming Pool") == {("amenities", "eq", "Swimming Pool")}
+    assert found(hotels, "hotels with outside Free Parking") == {("amenities", "eq", "Free Parking")}
+    assert found(hotels, "hotels outside Switzerland") == {("country", "ne", "Switzerland")}

@@ -38,8 +38,8 @@ def _window(query: str, tokens: list[Token], phrase: NumberPhrase, free: Free) -
     glued = tokens[first_after - 1] if first_inside < first_after else None
     if glued is not None and glued.end > phrase.end and query[phrase.end : glued.end].isalpha():
         # "2500m": the letters glued to the number are a word beside it (a unit left unread, a field's suffix)
-        inside += [(replace(t, start=t.start + phrase.end, end=t.end + phrase.end), 0)
-                   for t in tokenize(query[phrase.end : glued.end], {})]  # fmt: skip
+        letters = tokenize(query[phrase.end : glued.end], {})
+        inside += [(replace(t, start=t.start + phrase.end, end=t.end + phrase.end), 0) for t in letters]
     before = tokens[max(0, ends_before - 4) : ends_before][::-1]
     after = tokens[first_after : first_after + 3]
     out = list(inside)
@@ -206,10 +206,9 @@ def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
 
 
 def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], year_like: bool) -> str | None:
-    """No word names a field: a year goes to a year field, else to the only date field whose years hold it (or
-    the only date field); another number to the
-    only field whose values contain it, or, where several do and one of them is a price, to the price (a
-    bare amount to compare is most often what something costs)."""
+    """No word names a field: a year goes to a year field, else to the date field whose years hold it (or the
+    only date field); another number to the only field whose values contain it, or, where several do and one
+    of them is a price, to the price (a bare amount to compare is most often what something costs)."""
     holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
     if phrase.time_only or year_like:
         numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
@@ -219,7 +218,9 @@ def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], y
             if aliases.contains(name, phrase.value):
                 return name
         in_years = [n for n in dates if n in allowed and aliases.contains(n, phrase.value)]
-        if len(in_years) == 1:  # the one date field whose years hold it ("2018+": registered, not listed, then)
+        if len(in_years) == 1 and (phrase.time_only or phrase.value % 10 or not holding):
+            # the one date field whose years hold it ("2018+": registered, not listed); a round number a
+            # price holds too stays the price's ("flats under 2000"), unless a word of time says a year
             return in_years[0]
         if phrase.time_only or not holding:  # a year outside every field's years: still a year
             return numbers[0] if numbers else only_date

@@ -40,9 +40,9 @@ def _split(
         return whole, None
     for joiner in joiners(query):
         head, tail = query[: joiner.start()], query[joiner.end() :]
-        if joins_values(head, tail, lambda text: read(text, False)):
-            continue
         ours, theirs = read(head, False).conditions, read(tail, False).conditions
+        if joins_values(head, tail, lambda text: read(text, False), _asked_differently(ours, theirs)):
+            continue
         left = read(head, True)
         if not parallel(ours, theirs):
             own_field = {c.field for c in theirs} - {c.field for c in ours}
@@ -86,11 +86,20 @@ def joiners(query: str) -> list[re.Match[str]]:
     return found
 
 
-def joins_values(head: str, tail: str, read: Callable[[str], Extraction]) -> bool:
+def joins_values(head: str, tail: str, read: Callable[[str], Extraction], differing: set[str]) -> bool:
     """Whether the joiner between ``head`` and ``tail`` joins two values of one field ("TypeScript and Node.js",
-    "white Kia or Hyundai SUV"): a list of values inside one clause, not two clauses."""
+    "white Kia or Hyundai SUV"): a list of values inside one clause, not two clauses. Not where the sides
+    also ask another field differently (``differing``: the fields they do): "estates by Volvo or Skoda SUVs"
+    are two clauses."""
     before = _edge_field(head, read, last=True)
-    return before is not None and before == _edge_field(tail, read, last=False)
+    return before is not None and differing <= {before} and before == _edge_field(tail, read, last=False)
+
+
+def _asked_differently(left: list[Condition], right: list[Condition]) -> set[str]:
+    """The fields both clauses ask for with different wanted values."""
+    ours, theirs = _wanted(left), _wanted(right)
+    shared = {f for f, _ in ours} & {f for f, _ in theirs}
+    return {f for f in shared if {v for g, v in ours if g == f} != {v for g, v in theirs if g == f}}
 
 
 def _edge_field(text: str, read: Callable[[str], Extraction], last: bool) -> str | None:
@@ -118,11 +127,9 @@ def parallel(left: list[Condition], right: list[Condition]) -> bool:
     """Whether two clauses' own readings (no implied values) are parallel: each asks for at least
     ``CLAUSE_MIN_CONDITIONS`` wanted conditions ("not in-person" is none), and they ask one field for different
     values."""
-    ours, theirs = _wanted(left), _wanted(right)
-    if min(len(ours), len(theirs)) < CLAUSE_MIN_CONDITIONS:
+    if min(len(_wanted(left)), len(_wanted(right))) < CLAUSE_MIN_CONDITIONS:
         return False
-    fields = {f for f, _ in ours} & {f for f, _ in theirs}
-    return any({v for g, v in ours if g == f} != {v for g, v in theirs if g == f} for f in fields)
+    return bool(_asked_differently(left, right))
 
 
 def trailing(clause: str, earlier: set[str], read: Callable[[str], Extraction]) -> list[Condition]:
@@ -169,10 +176,12 @@ def either(left: Filter, right: Filter) -> Filter:
 __all__ = [
     "CLAUSE_MAX_JOINERS",
     "CLAUSE_MIN_CONDITIONS",
+    "EDGE_MAX_WORDS",
     "TRAILING_MAX_WORDS",
     "Reader",
     "either",
     "joiners",
+    "joins_values",
     "parallel",
     "read_parallel",
     "trailing",

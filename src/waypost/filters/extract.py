@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from waypost.filters.advice import advice_question
 from waypost.filters.binding import bind
 from waypost.filters.catalog import FieldCatalog
 from waypost.filters.clauses import read_parallel
@@ -37,7 +38,6 @@ from waypost.filters.kinds import ItemKinds
 from waypost.filters.model import And, Condition, Extraction, Filter, Op, all_of
 from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
-from waypost.filters.requests import advice_question
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
     DEFAULT_SYNONYMS,

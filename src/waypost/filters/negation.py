@@ -28,8 +28,13 @@ EXCLUDED_BEFORE = re.compile(
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 
-# "Outside" excludes a name in capitals after it ("hikes outside Switzerland"), not a thing ("an outside pool")
-OUTSIDE = re.compile(r"\boutside(?:\s+of)?(?:\s+the)?\s+$", re.IGNORECASE)
+# "Outside" excludes a name in capitals after it ("hikes outside Switzerland"), unless it describes a thing: after
+# an article, "with" or "has" ("an outside Swimming Pool", "rooms with outside Parking")
+OUTSIDE = re.compile(
+    r"(?<!\ba\s)(?<!\ban\s)(?<!\bthe\s)(?<!\bwith\s)(?<!\bhas\s)(?<!\bhave\s)(?<!\band\s)(?<!,\s)"
+    r"\boutside(?:\s+of)?(?:\s+the)?\s+$",
+    re.IGNORECASE,
+)
 
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
 # "there's no ...", "I've seen no westerns"): the value is wanted, not excluded

@@ -100,7 +100,8 @@ def _numbers(query: str) -> list[re.Match[str]]:
     return sorted(spaced + plain, key=lambda m: m.start())
 
 
-_UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w'’-])")  # "2015 L'Evangile": no litres
+# "2015 L'Evangile": no litres; "5km-10km": a range's first end may carry the unit
+_UNIT_AFTER = re.compile(r"^\s?-?\s?([a-zA-Z]+\.?|[$€£])(?![\w'’]|-(?!\d))")
 _RANGE_JOIN = re.compile(r"^\s*(?:-|–|to|until|till|through|and)\s*", re.IGNORECASE)
 _DECADE = re.compile(
     r"(?<![\w'’])(?:the\s+)?(?:(early|mid|late)[\s-]*)?(?:['’](\d0)|(1[5-9]\d0|20\d0|\d0))['’]?s\b"
@@ -110,7 +111,7 @@ _DECADE = re.compile(
 _AGE = re.compile(rf"\b(\d+|{'|'.join(WORD_NUMBERS)})[\s-]+(?:years?|yrs?)[\s-]+old\b", re.IGNORECASE)
 # "older than 10 years", "not older than 5 years", "younger than 3 yrs": an age without "old" after it
 _AGE_THAN = re.compile(
-    rf"(?P<neg>\bnot\s+)?\b(?P<cmp>older|younger|newer)\s+than\s+(?P<n>\d+|{'|'.join(WORD_NUMBERS)})[\s-]+"
+    rf"(?P<neg>\bno(?:t)?\s+)?\b(?P<cmp>older|younger|newer)\s+than\s+(?P<n>\d+|{'|'.join(WORD_NUMBERS)})[\s-]+"
     r"(?:years?|yrs?)\b(?![\s-]+old\b)",
     re.IGNORECASE,
 )
@@ -147,7 +148,14 @@ _PEOPLE = (
 MAX_AGE = 120  # a person's age is at most this
 _AGE_COMPARISON = re.compile(r"(?:over|under|above|below|(?:older|younger|less|more)\s+than|at\s+(?:least|most))", re.I)
 _PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
+_TIME_WORD = re.compile(r"(?:before|after|since|until|till|prior\s+to)\b", re.IGNORECASE)
 _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
+# A person anywhere earlier in the clause: "a car for my dad who is older than 70 years", "he's younger than 10"
+_PERSON_IN_CLAUSE = re.compile(
+    rf"\b(?:{_PEOPLE}|who|whom|he|she|they|i|we|you|him|her|them|dad|mum|mom|mother|father|grand\w+|parents?|"
+    r"wife|husband|partner|friends?|drivers?|owners?|retirees?|seniors?|pensioners?)\b(?![^,;]*[,;])",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -181,6 +189,27 @@ def _unit_after(query: str, end: int) -> tuple[str | None, int]:
     if m and m.group(1).rstrip(".").lower() in UNITS and m.group(1).lower() != "grand":  # a scale (_SCALE)
         return m.group(1).rstrip(".").lower(), end + m.end()
     return None, end
+
+
+def _scale_after(query: str, m: re.Match[str]) -> tuple[float, int, str | None]:
+    """The scale word after a number ("thousand", "million", "grand"): its factor (1 for none), where the
+    number's words end, and "grand" where it is the scale (a sum of money). "30k" and "85%" take none."""
+    scale = None if m.group("k") or m.group("pct") else _SCALE.match(query, m.end())
+    if scale is None:
+        return 1.0, m.end(), None
+    word = scale.group(1).lower()
+    return _SCALES[word], scale.end(), "grand" if word == "grand" else None
+
+
+def _year_like(value: float) -> bool:
+    return value.is_integer() and 1000 <= value <= 2999
+
+
+def _age(start: int, end: int, cmp: Op, years: float, today: date) -> NumberPhrase:
+    """An item's age compared with ``years`` ("less than 5 years old": made in the last 5 years)."""
+    newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
+    since = (months_before(today, 12 * years),)
+    return NumberPhrase(start, end, [(newer, today.year - years)], time_only=True, dates=since, age=(cmp, years))
 
 
 def _decade(m: re.Match[str], this_year: int) -> tuple[int, int]:
@@ -265,21 +294,16 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         if _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
             taken[at : m.end()] = b"\x01" * (m.end() - at)  # a person's age: no filter, nor another field's number
             continue  # "for kids less than 10 years old", "over 65 years old actors"
-        years = number_of(m.group(1))
-        newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
-        since = (months_before(today, 12 * years),)
-        add(NumberPhrase(at, m.end(), [(newer, year - years)], time_only=True, dates=since, age=(cmp, years)))
-    for m in _AGE_THAN.finditer(query):
+        add(_age(at, m.end(), cmp, number_of(m.group(1)), today))
+    for m in _AGE_THAN.finditer(query):  # "older than 10 years", "no older than 5 years"
         if not ok(m.start(), m.end()):
             continue
-        if _PERSON_BEFORE.search(_lookback(query, m.start())[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
-            continue  # "for kids older than 10 years"
+        if _PERSON_IN_CLAUSE.search(_lookback(query, m.start())[0]) or _PERSON_AFTER.match(query, m.end()):
+            taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+            continue  # "for kids older than 10 years", "my dad, who is older than 70 years"
         older = m.group("cmp").lower() == "older"
         cmp = (Op.LTE if older else Op.GTE) if m.group("neg") else (Op.GT if older else Op.LT)
-        years = number_of(m.group("n"))
-        newer = Op.GTE if cmp in (Op.LT, Op.LTE) else Op.LTE
-        since = (months_before(today, 12 * years),)
-        add(NumberPhrase(m.start(), m.end(), [(newer, year - years)], time_only=True, dates=since, age=(cmp, years)))
+        add(_age(m.start(), m.end(), cmp, number_of(m.group("n")), today))
     for m in _DECADE.finditer(query):
         if not ok(m.start(), m.end()):
             continue
@@ -303,12 +327,9 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             continue
         value = _num(m)
         unit = m.group("cur") or ("%" if m.group("pct") else None)
-        end = m.end()
-        scale = None if m.group("k") or m.group("pct") else _SCALE.match(query, end)
-        if scale is not None:  # "10 thousand", "$2 million"
-            value *= _SCALES[scale.group(1).lower()]
-            end = scale.end()
-            unit = unit or ("grand" if scale.group(1).lower() == "grand" else None)
+        factor, end, grand = _scale_after(query, m)  # "10 thousand", "$2 million"
+        value *= factor
+        unit = unit or grand
         if unit is None:
             unit, end = _unit_after(query, end)
         op, at = _prefix_op_before(query, m.start())
@@ -317,18 +338,15 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         join = _RANGE_JOIN.match(query[end:])
         second = _number_at(query, end + join.end(), " " in m.group("num").strip()) if join else None
         if join and second and ok(second.start("num"), second.end()) and (join.group(0).strip() != "and" or betw >= 0):
-            high, end2 = _num(second), second.end()
-            scale2 = None if second.group("k") or second.group("pct") else _SCALE.match(query, end2)
-            if scale2 is not None:  # "between 10 and 20 thousand"
-                high *= _SCALES[scale2.group(1).lower()]
-                end2 = scale2.end()
-                unit = unit or ("grand" if scale2.group(1).lower() == "grand" else None)
+            factor2, end2, grand2 = _scale_after(query, second)  # "between 10 and 20 thousand"
+            high = _num(second) * factor2
+            unit = unit or grand2
             unit2, end2 = _unit_after(query, end2)
             unit = unit or second.group("cur") or ("%" if second.group("pct") else None) or unit2
             start = betw if betw >= 0 else (at if op == "year" else m.start())
-            factor = 1000.0 if second.group("k") else _SCALES[scale2.group(1).lower()] if scale2 else 1.0
-            if factor > 1 and not m.group("k") and scale is None and value * factor <= high:
-                value *= factor  # "15-20k", "10 to 20 thousand": both ends in thousands
+            factor2 = 1000.0 if second.group("k") else factor2
+            if factor2 > 1 and factor == 1 and not m.group("k") and value * factor2 <= high:
+                value *= factor2  # "15-20k", "10 to 20 thousand": both ends in thousands
             add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, high)], unit))
             continue
         suffix = _SUFFIX.match(query[end:])
@@ -353,7 +371,9 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
                 and _AGE_COMPARISON.fullmatch(query[start : m.start()].strip())
                 and _PERSON_BEFORE.search(_lookback(query, start)[0][-40:])
             )
-            add(NumberPhrase(start, end, [(op, value)], unit, person_age=bool(person)))
+            # "before 2010", "since 1999": a year, though a price may hold the number too
+            dated = unit is None and _year_like(value) and bool(_TIME_WORD.match(query[start : m.start()]))
+            add(NumberPhrase(start, end, [(op, value)], unit, time_only=dated, person_age=bool(person)))
         else:
             add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
     for m in _NUMBER_WORD.finditer(query):  # "fewer than three owners", "at least ten thousand"

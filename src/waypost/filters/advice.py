@@ -3,16 +3,18 @@
 Munich?"): the values they name are their topic, not a filter. In a collection that mixes items with help pages,
 such a filter would hide the pages that answer them. Read from the question's opening words only, which are
 English; a request asked as a question ("is there a diesel under 10k?", "can I get a room under 100?", "how many
-hotels have a pool?") is still a request."""
+hotels have a pool?", "how do I find a hotel in Rome?") is still a request."""
 
 from __future__ import annotations
 
 import re
 
-# verbs of asking for items after "can I" / "can you": the question is a request ("can you show me ...")
-_ASKING = (
-    "get|find|see|book|rent|buy|have|order|hire|search|filter|browse|show|list|recommend|suggest|give|look|"
-    "compare|sort|pick|choose|view|check\\s+out"
+# Words of asking for items: a question with one of them anywhere is a request ("how do I find a hotel under 100
+# in Rome?", "can you help me find ...", "can you tell me which hotels ...", "is it possible to get ...")
+_ASKING = re.compile(
+    r"\b(?:get|find|see|show|book|rent|buy|order|hire|search|browse|list|recommend|suggest|watch|stream|look|"
+    r"view|compare|pick|choose|pull|which|available)\b",
+    re.IGNORECASE,
 )
 _ADVICE = re.compile(
     r"^\W*(?:(?:hi|hey|hello|ok|okay|so|quick\s+question)\W+)*(?:"
@@ -24,14 +26,18 @@ _ADVICE = re.compile(
     r"|(?:what\s+)?should\s+(?:i|we)\b"  # should I put Python first, what should I pack
     r"|do\s+(?:i|we|you)\s+(?:need|have\s+to|must)\b"  # do I need a visa
     r"|is\s+it\s+(?:safe|worth|ok|okay|normal|legal|allowed|possible|necessary|true|hard|easy|better|wise)\b"
-    r"|(?:is|are)\s+.{1,60}?\s+(?:too\s+\w+|a\s+good\s+\w+|normal|enough|worth\s+it)\W*(?:for\b.*)?$"  # is 8GB enough
-    rf"|can\s+(?:i|you|we)\s+(?!(?:{_ASKING})\b)\w+"  # can I bring my dog (not: can I get ...)
+    r"|(?:is|are)\s+(?!there\b|any\b).{1,60}?\s+(?:too\s+\w+|a\s+good\s+\w+|normal|enough|worth\s+it)\W*"
+    r"(?:for\b.*)?$"  # is 8GB of RAM enough (not: is there ..., are any ...)
+    r"|can\s+(?:i|you|we)\s+\w+"  # can I bring my dog
     r")",
     re.IGNORECASE,
 )
 
 
 def advice_question(query: str) -> str | None:
-    """The opening words that make ``query`` a question for advice rather than for items, if they do."""
+    """The opening words that make ``query`` a question for advice rather than for items, if they do: no
+    word of asking for items may follow them."""
     m = _ADVICE.match(query)
-    return m.group(0).strip() if m else None
+    if m is None or _ASKING.search(query):
+        return None
+    return m.group(0).strip()

@@ -1,0 +1,68 @@
+"""A question for advice, a definition or an opinion names values as its topic, not as a filter
+(``filters/advice.py``); a request asked as a question is still read. On an invented used-car lot."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.filter_corpora import Expected, extractor_of, found, used_cars
+from waypost.filters.extract import FilterExtractor
+
+
+@pytest.fixture(scope="module")
+def cars() -> FilterExtractor:
+    return extractor_of(used_cars())
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how do I sell my Kia in Germany?",
+        "How long does a transfer of a Volvo take?",
+        "what does a heat pump actually do?",
+        "what does 'Estate' mean here?",
+        "what's the difference between an estate and an SUV?",
+        "should I drive a diesel in 2025?",
+        "do I need winter tyres in Austria?",
+        "is it safe to drive an electric car in Switzerland?",
+        "is 150,000 km too much for a diesel?",
+        "is 20000 euros a good price for a Skoda?",
+        "can I return a car bought from Nordlicht Cars?",
+        "hi, how can I sell my Hyundai?",
+    ],
+)
+def test_a_question_for_advice_is_no_request(cars: FilterExtractor, query: str) -> None:
+    extraction = cars.extract(query)
+    assert extraction.filter is None
+    assert any("advice" in m for m in extraction.matches)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("can I get a diesel estate under 20000 euros?", {("fuel", "eq", "Diesel"), ("body_type", "eq", "Estate"),
+                                                         ("price_eur", "lt", 20000)}),
+        ("can you show me Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
+        ("is there a white Volvo with a sunroof?", {("color", "eq", "White"), ("make", "eq", "Volvo"),
+                                                    ("features", "eq", "Sunroof")}),
+        ("how many Skodas are there under 10000 euros?", {("make", "eq", "Skoda"), ("price_eur", "lt", 10000)}),
+        ("which estates have a tow bar?", {("body_type", "eq", "Estate"), ("features", "eq", "Tow bar")}),
+        # an opening that could ask for advice, then a word of asking for items: a request
+        ("can you please show me Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
+        ("can you help me find a diesel estate?", {("fuel", "eq", "Diesel"), ("body_type", "eq", "Estate")}),
+        ("can you tell me which Kias have a sunroof?", {("make", "eq", "Kia"), ("features", "eq", "Sunroof")}),
+        ("can I just see white Volvos?", {("color", "eq", "White"), ("make", "eq", "Volvo")}),
+        ("how do I find a Kia under 10000 euros?", {("make", "eq", "Kia"), ("price_eur", "lt", 10000)}),
+        ("is it possible to get a Volvo under 10000 euros?", {("make", "eq", "Volvo"), ("price_eur", "lt", 10000)}),
+        ("are there any Volvos that aren't too expensive?", {("make", "eq", "Volvo")}),
+        ("is there a Kia under 10000 euros that is not too old?", {("make", "eq", "Kia"),
+                                                                  ("price_eur", "lt", 10000)}),
+    ],
+)  # fmt: skip
+def test_a_request_asked_as_a_question_is_still_read(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected
+
+
+def test_a_question_for_advice_about_films(movie_extractor: FilterExtractor) -> None:
+    assert movie_extractor.extract("what does film noir mean?").filter is None
+    assert found(movie_extractor, "what should I watch tonight, maybe a thriller?") != set()
