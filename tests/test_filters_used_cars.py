@@ -182,6 +182,13 @@ def test_a_persons_age_said_with_than_is_no_filter(cars: FilterExtractor, query:
     assert not any(field == "first_registration" for field, _, _ in found(cars, query))
 
 
+def test_the_one_asking_is_no_person_whose_age_is_meant(cars: FilterExtractor) -> None:
+    assert found(cars, "I want a Kia older than 10 years") == {
+        ("make", "eq", "Kia"),
+        ("first_registration", "lte", "2015-06-01"),
+    }
+
+
 def test_a_round_amount_a_price_holds_stays_the_price() -> None:
     """Two date fields (built, available); a round number the rent holds is the rent unless a word of time
     says a year; a year that is no round amount goes to the date field whose years hold it."""

@@ -151,8 +151,9 @@ _PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
 _TIME_WORD = re.compile(r"(?:before|after|since|until|till|prior\s+to)\b", re.IGNORECASE)
 _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
 # A person anywhere earlier in the clause: "a car for my dad who is older than 70 years", "he's younger than 10"
+# (not "I", "we" or "you": "I want a van older than 3 years" asks about the van)
 _PERSON_IN_CLAUSE = re.compile(
-    rf"\b(?:{_PEOPLE}|who|whom|he|she|they|i|we|you|him|her|them|dad|mum|mom|mother|father|grand\w+|parents?|"
+    rf"\b(?:{_PEOPLE}|who|whom|he|she|dad|mum|mom|mother|father|grand\w+|parents?|"
     r"wife|husband|partner|friends?|drivers?|owners?|retirees?|seniors?|pensioners?)\b(?![^,;]*[,;])",
     re.IGNORECASE,
 )
