@@ -16,7 +16,7 @@ from datetime import date
 from waypost.filters.dates import EPOCH_ORDINAL
 from waypost.filters.fields import OTHER_READING, PEOPLE_CONCEPT, UNITS, FieldAliases
 from waypost.filters.model import Condition, Op
-from waypost.filters.numbers import NumberPhrase
+from waypost.filters.numbers import NumberPhrase, year_like
 from waypost.filters.text import Token, name_words, tokenize
 
 _RATE = frozenset("a an per each every".split())
@@ -76,12 +76,12 @@ def bind(
         ]
         if len(ages) == 1:
             return [Condition(ages[0], phrase.age[0], int(phrase.age[1]))], []
-    year_like = phrase.value.is_integer() and 1000 <= phrase.value <= 2999
+    yearly = year_like(phrase.value)
     unfit = {n for n in aliases.names if not _fits(phrase, aliases, n)}
     allowed = [
         n
         for n in aliases.names
-        if (n in aliases.time_fields if phrase.time_only else year_like or aliases.catalog.field_kind(n) != "date")
+        if (n in aliases.time_fields if phrase.time_only else yearly or aliases.catalog.field_kind(n) != "date")
         and n not in unfit
         and (not phrase.dates_only or _straddles(aliases, n, today))
         and (not phrase.day_only or aliases.catalog.field_kind(n) == "date")
@@ -118,7 +118,7 @@ def bind(
         elif all(n in aliases.time_fields for n in tied):  # a year field before a date field
             chosen = min(tied, key=aliases.time_fields.index)
     elif not phrase.bare and phrase.unit is None and not named_unfit:  # "10%" names no field by its value
-        chosen = _by_range(phrase, aliases, allowed, year_like)
+        chosen = _by_range(phrase, aliases, allowed, yearly)
     if chosen is None:
         return None
     found = _conditions(phrase, aliases, chosen, today)
@@ -179,7 +179,7 @@ def _fits(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> bool:
     ("by the age of 14 years" is no release year), and a unit of one dimension never binds to a field of
     another ("40 mg" is no runtime, "85%" no duration) nor to a calendar field; currencies are not converted,
     so "90 euros" is no ``price_usd``."""
-    years = all(float(v).is_integer() and 1000 <= v <= 2999 for _op, v in phrase.bounds)
+    years = all(year_like(float(v)) for _op, v in phrase.bounds)
     if name in aliases.time_fields and not phrase.time_only and not years:
         return False
     found = UNITS.get(phrase.unit.lower()) if phrase.unit else None
@@ -205,22 +205,22 @@ def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
     return aliases.convert(phrase.value, phrase.unit, name)
 
 
-def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], year_like: bool) -> str | None:
+def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], yearly: bool) -> str | None:
     """No word names a field: a year goes to a year field, else to the date field whose years hold it (or the
     only date field); another number to the only field whose values contain it, or, where several do and one
     of them is a price, to the price (a bare amount to compare is most often what something costs)."""
     holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
-    if phrase.time_only or year_like:
+    if phrase.time_only or yearly:
         numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
         dates = aliases.catalog.date_fields()
         only_date = dates[0] if len(dates) == 1 and dates[0] in allowed else None
         for name in numbers:
             if aliases.contains(name, phrase.value):
                 return name
-        in_years = [n for n in dates if n in allowed and aliases.contains(n, phrase.value)]
-        if len(in_years) == 1 and (phrase.time_only or phrase.value % 10 or not holding):
-            # the one date field whose years hold it ("2018+": registered, not listed); a round number a
-            # price holds too stays the price's ("flats under 2000"), unless a word of time says a year
+        in_years = [n for n in dates if n in allowed and any(aliases.contains(n, v) for _, v in phrase.bounds)]
+        if len(in_years) == 1 and (phrase.time_only or phrase.dated or not holding):
+            # the one date field whose years hold it ("before 2015": registered, not listed), where the
+            # phrase says a time or no other field holds the number ("flats under 1999" stays the rent)
             return in_years[0]
         if phrase.time_only or not holding:  # a year outside every field's years: still a year
             return numbers[0] if numbers else only_date
@@ -242,9 +242,13 @@ def _conditions(phrase: NumberPhrase, aliases: FieldAliases, name: str, today: d
     for op, raw in phrase.bounds:
         value: int | float | str = aliases.convert(raw, phrase.unit, name)
         if not isinstance(op, Op):  # "older than 1990" is before it; "older than 10" (an age) is above it
-            op = {"older": (Op.LT, Op.GT), "or older": (Op.LTE, Op.GTE), "not older": (Op.GTE, Op.LTE)}[op][
-                0 if is_time else 1
-            ]
+            op = {
+                "older": (Op.LT, Op.GT),
+                "or older": (Op.LTE, Op.GTE),
+                "not older": (Op.GTE, Op.LTE),
+                "younger": (Op.GT, Op.LT),
+                "not younger": (Op.LTE, Op.GTE),
+            }[op][0 if is_time else 1]
         if is_date and phrase.dates:
             value = phrase.dates[len(out)].isoformat()
         elif isinstance(value, float) and value.is_integer():

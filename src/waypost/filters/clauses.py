@@ -38,11 +38,16 @@ def _split(
     whole = read(query, True)
     if len(whole.conditions) < CLAUSE_MIN_CONDITIONS:
         return whole, None
-    for joiner in joiners(query):
+    found = joiners(query)
+    for index, joiner in enumerate(found):
         head, tail = query[: joiner.start()], query[joiner.end() :]
-        ours, theirs = read(head, False).conditions, read(tail, False).conditions
-        if joins_values(head, tail, lambda text: read(text, False), _asked_differently(ours, theirs)):
+        # the pieces right beside the joiner, up to the joiners around it ("red from France or Italy and ...")
+        near_head = query[found[index - 1].end() if index else 0 : joiner.start()]
+        near_tail = query[joiner.end() : found[index + 1].start() if index + 1 < len(found) else len(query)]
+        differing = _asked_differently(read(near_head, False).conditions, read(near_tail, False).conditions)
+        if joins_values(head, tail, lambda text: read(text, False), differing):
             continue
+        ours, theirs = read(head, False).conditions, read(tail, False).conditions
         left = read(head, True)
         if not parallel(ours, theirs):
             own_field = {c.field for c in theirs} - {c.field for c in ours}
@@ -88,9 +93,9 @@ def joiners(query: str) -> list[re.Match[str]]:
 
 def joins_values(head: str, tail: str, read: Callable[[str], Extraction], differing: set[str]) -> bool:
     """Whether the joiner between ``head`` and ``tail`` joins two values of one field ("TypeScript and Node.js",
-    "white Kia or Hyundai SUV"): a list of values inside one clause, not two clauses. Not where the sides
-    also ask another field differently (``differing``: the fields they do): "estates by Volvo or Skoda SUVs"
-    are two clauses."""
+    "white Kia or Hyundai SUV"): a list of values inside one clause, not two clauses. Not where the pieces
+    beside the joiner also ask another field differently (``differing``: the fields they do): "estates by Volvo
+    or Skoda SUVs" are two clauses."""
     before = _edge_field(head, read, last=True)
     return before is not None and differing <= {before} and before == _edge_field(tail, read, last=False)
 

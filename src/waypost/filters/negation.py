@@ -28,13 +28,10 @@ EXCLUDED_BEFORE = re.compile(
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 
-# "Outside" excludes a name in capitals after it ("hikes outside Switzerland"), unless it describes a thing: after
-# an article, "with" or "has" ("an outside Swimming Pool", "rooms with outside Parking")
-OUTSIDE = re.compile(
-    r"(?<!\ba\s)(?<!\ban\s)(?<!\bthe\s)(?<!\bwith\s)(?<!\bhas\s)(?<!\bhave\s)(?<!\band\s)(?<!,\s)"
-    r"\boutside(?:\s+of)?(?:\s+the)?\s+$",
-    re.IGNORECASE,
-)
+# "Outside" excludes a name in capitals after it ("hikes outside Switzerland", "hotels in Italy, outside Rome"),
+# unless it describes a thing: after an article, "with" or "has" ("an outside Swimming Pool", "with outside Parking")
+OUTSIDE = re.compile(r"\boutside(?:\s+of)?(?:\s+the)?\s+$", re.IGNORECASE)
+_DESCRIBING = re.compile(r"\b(?:a|an|the|with|has|have|having)\s+$", re.IGNORECASE)
 
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
 # "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
@@ -71,7 +68,7 @@ def excluded_start(
     if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
         return m.start()
     m = OUTSIDE.search(query, max(0, start - 40), start) if query[start : start + 1].isupper() else None
-    if m is not None:
+    if m is not None and not _DESCRIBING.search(query, max(0, m.start() - 12), m.start()):
         return m.start()
     inside = compound and query[start : start + 1].isupper()  # "non-United Kingdom comedies" wants comedies
     m = NON_COMPOUND.search(query, max(0, start - 40), start) if inside else None

@@ -148,13 +148,19 @@ _PEOPLE = (
 MAX_AGE = 120  # a person's age is at most this
 _AGE_COMPARISON = re.compile(r"(?:over|under|above|below|(?:older|younger|less|more)\s+than|at\s+(?:least|most))", re.I)
 _PERSON_BEFORE = re.compile(rf"\b(?:{_PEOPLE}|aged?)\s+$", re.IGNORECASE)
-_TIME_WORD = re.compile(r"(?:before|after|since|until|till|prior\s+to)\b", re.IGNORECASE)
+_TIME_WORD = re.compile(
+    r"(?:before|after|since|until|till|prior\s+to|(?:newer|older|younger|earlier|later)\s+than)\b", re.IGNORECASE
+)
+_AGE_WORDS = {"older": Op.GT, "not older": Op.LTE, "younger": Op.LT, "not younger": Op.GTE}  # of an age in years
+YEARS_SPAN = 50  # a range of two years at most this far apart is a span of years ("2000-2010"), not of prices
 _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
-# A person anywhere earlier in the clause: "a car for my dad who is older than 70 years", "he's younger than 10"
-# (not "I", "we" or "you": "I want a van older than 3 years" asks about the van)
-_PERSON_IN_CLAUSE = re.compile(
-    rf"\b(?:{_PEOPLE}|who|whom|he|she|dad|mum|mom|mother|father|grand\w+|parents?|"
-    r"wife|husband|partner|friends?|drivers?|owners?|retirees?|seniors?|pensioners?)\b(?![^,;]*[,;])",
+# The person an age is said of, right before it: "for my dad who is", "my son, he's", "kids that are", "grandma"
+_FAMILY = (
+    r"dad|mum|mom|mother|father|grandma|grandpa|granny|grandmother|grandfather|grandparents?|parents?|wife|husband"
+)
+_PERSON_SUBJECT = re.compile(
+    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|retirees?|seniors?|pensioners?)\s+(?:(?:who|that)\s+)?"
+    r"(?:(?:is|are|was|were)\s+)?|\b(?:who|he|she)\s+(?:is|was)\s+|\b(?:he|she)['’]s\s+)$",
     re.IGNORECASE,
 )
 
@@ -174,6 +180,7 @@ class NumberPhrase:
     quiet: tuple[int, int] | None = None  # a span of the phrase that names no field ("min" in "3 gears min")
     reaches: date | None = None  # a time from today on: only a field with values from this day on
     person_age: bool = False  # right after a person ("people over 16", "kids under 12"): no field of the item
+    dated: bool = False  # said as a time ("before 2010", "2000-2010", "2018+"): a year, if a date field holds it
 
     @property
     def value(self) -> float:
@@ -202,8 +209,9 @@ def _scale_after(query: str, m: re.Match[str]) -> tuple[float, int, str | None]:
     return _SCALES[word], scale.end(), "grand" if word == "grand" else None
 
 
-def _year_like(value: float) -> bool:
-    return value.is_integer() and 1000 <= value <= 2999
+def year_like(value: float) -> bool:
+    """Whether a number could be a calendar year (an integer from 1000 to 2999)."""
+    return float(value).is_integer() and 1000 <= value <= 2999
 
 
 def _age(start: int, end: int, cmp: Op, years: float, today: date) -> NumberPhrase:
@@ -252,8 +260,8 @@ def _prefix_op(text: str) -> tuple[Op | str | None, int]:
         if op in ("cmp", "not"):
             word = m.group(1).lower()
             more = word in _MORE
-            if word == "older":
-                return ("older" if op == "cmp" else "not older"), m.start()
+            if word in ("older", "younger"):  # a year ("older than 1990") or an age ("older than 10")
+                return (word if op == "cmp" else f"not {word}"), m.start()
             if op == "not":
                 return (Op.LTE if more else Op.GTE), m.start()
             return (Op.GT if more else Op.LT), m.start()
@@ -290,16 +298,20 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         )
     for m in _AGE.finditer(query):  # "less than 5 years old": made in the last 5 years
         cmp, at = _prefix_op_before(query, m.start())
+        cmp = _AGE_WORDS.get(cmp, cmp) if isinstance(cmp, str) else cmp  # "younger than 5 years old"
         if not isinstance(cmp, Op) or cmp not in (Op.LT, Op.LTE, Op.GT, Op.GTE) or not ok(at, m.end()):
             continue
-        if _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_AFTER.match(query, m.end()):
+        said_of = _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_SUBJECT.search(
+            _lookback(query, at)[0]
+        )
+        if said_of or _PERSON_AFTER.match(query, m.end()):
             taken[at : m.end()] = b"\x01" * (m.end() - at)  # a person's age: no filter, nor another field's number
             continue  # "for kids less than 10 years old", "over 65 years old actors"
         add(_age(at, m.end(), cmp, number_of(m.group(1)), today))
     for m in _AGE_THAN.finditer(query):  # "older than 10 years", "no older than 5 years"
         if not ok(m.start(), m.end()):
             continue
-        if _PERSON_IN_CLAUSE.search(_lookback(query, m.start())[0]) or _PERSON_AFTER.match(query, m.end()):
+        if _PERSON_SUBJECT.search(_lookback(query, m.start())[0]) or _PERSON_AFTER.match(query, m.end()):
             taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
             continue  # "for kids older than 10 years", "my dad, who is older than 70 years"
         older = m.group("cmp").lower() == "older"
@@ -348,7 +360,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
             factor2 = 1000.0 if second.group("k") else factor2
             if factor2 > 1 and factor == 1 and not m.group("k") and value * factor2 <= high:
                 value *= factor2  # "15-20k", "10 to 20 thousand": both ends in thousands
-            add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, high)], unit))
+            span = unit is None and year_like(value) and year_like(high) and 0 < high - value <= YEARS_SPAN
+            add(NumberPhrase(start, end2, [(Op.GTE, value), (Op.LTE, high)], unit, dated=span))
             continue
         suffix = _SUFFIX.match(query[end:])
         limit = _SUFFIX_LIMIT.match(query[end:]) if suffix is None and op in (None, "year") else None
@@ -361,9 +374,11 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         elif suffix is not None:
             bound: Op | str = Op.LTE if suffix.group(2) else "or older" if suffix.group(3) else Op.GTE
             start = at if op == "year" else m.start()
-            add(NumberPhrase(start, end + suffix.end(), [(bound, value)], unit))
+            onwards = "onward" in suffix.group(0).lower() or (suffix.group(4) is not None and value % 10 != 0)
+            dated = unit is None and year_like(value) and onwards  # "2010 onwards", "2018+" (not "2000+")
+            add(NumberPhrase(start, end + suffix.end(), [(bound, value)], unit, dated=dated))
         elif op == "year":  # "in 1995" is a year; "a rating of 8" needs the field named beside it
-            yearly = unit is None and value.is_integer() and 1000 <= value <= 2999
+            yearly = unit is None and year_like(value)
             add(NumberPhrase(at, end, [(Op.EQ, value)], unit, time_only=yearly, bare=not yearly))
         elif op is not None:
             person = (
@@ -373,8 +388,8 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
                 and _PERSON_BEFORE.search(_lookback(query, start)[0][-40:])
             )
             # "before 2010", "since 1999": a year, though a price may hold the number too
-            dated = unit is None and _year_like(value) and bool(_TIME_WORD.match(query[start : m.start()]))
-            add(NumberPhrase(start, end, [(op, value)], unit, time_only=dated, person_age=bool(person)))
+            dated = unit is None and year_like(value) and bool(_TIME_WORD.match(query[start : m.start()]))
+            add(NumberPhrase(start, end, [(op, value)], unit, person_age=bool(person), dated=dated))
         else:
             add(NumberPhrase(m.start(), end, [(Op.EQ, value)], unit, bare=True))
     for m in _NUMBER_WORD.finditer(query):  # "fewer than three owners", "at least ten thousand"
