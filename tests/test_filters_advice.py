@@ -77,3 +77,22 @@ def test_a_request_asked_as_a_question_is_still_read(cars: FilterExtractor, quer
 def test_a_question_for_advice_about_films(movie_extractor: FilterExtractor) -> None:
     assert movie_extractor.extract("what does film noir mean?").filter is None
     assert found(movie_extractor, "what should I watch tonight, maybe a thriller?") != set()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # a judgement in one sentence, a request in the next: the request is read
+        ("should I go for diesel? show me Volvo estates under 10000 euros",
+         {("fuel", "eq", "Diesel"), ("make", "eq", "Volvo"), ("body_type", "eq", "Estate"),
+          ("price_eur", "lt", 10000)}),
+        # a procedure opening with a verb that is no errand: a request
+        ("can you display Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
+        ("can you narrow it down to diesel estates?", {("fuel", "eq", "Diesel"), ("body_type", "eq", "Estate")}),
+        ("can you find her a white Volvo?", {("color", "eq", "White"), ("make", "eq", "Volvo")}),
+        ("would you be able to show me Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
+        ("is it easy to find a Kia under 10000 euros?", {("make", "eq", "Kia"), ("price_eur", "lt", 10000)}),
+    ],
+)  # fmt: skip
+def test_requests_a_review_found_swallowed(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected

@@ -285,3 +285,37 @@ def test_a_price_just_under_a_round_amount_stays_the_price() -> None:
     flats = extractor_of(rows)
     assert found(flats, "flats under 1999") == {("rent_eur", "lt", 1999)}
     assert found(flats, "flats from 2010 onwards") == {("built", "gte", 2010)}
+
+
+# Readings a third review found wrong, each pinned here
+
+
+def test_a_year_said_as_a_time_near_a_year_fields_years() -> None:
+    rows = [{"make": ["Volvo", "Kia"][i % 2], "year": 1995 + i % 30, "price": 1500 + (i * 311) % 30000}
+            for i in range(200)]  # fmt: skip
+    lot = extractor_of(rows)
+    assert found(lot, "Volvos from before 1990") == {("make", "eq", "Volvo"), ("year", "lt", 1990)}
+    assert found(lot, "Kias 1990-2000") == {("make", "eq", "Kia"), ("year", "gte", 1990), ("year", "lte", 2000)}
+    assert found(lot, "Kias under 1999") == {("make", "eq", "Kia"), ("price", "lt", 1999)}
+    # far from the years a date field holds: the price
+    assert found(extractor_of(bicycles()), "a carbon bike till 2000") == {
+        ("frame", "eq", "Carbon"),
+        ("price_usd", "lte", 2000),
+    }
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["a Kia for my son who's older than 18 years", "a Kia whose owner is older than 60 years",
+     "a Kia for my parents, they're older than 70 years", "I am older than 70 years, a Kia please",
+     "a Kia older than 30 years"],  # the last: no car is that old, so the age is nobody's filter
+)  # fmt: skip
+def test_more_ages_that_are_no_filter(cars: FilterExtractor, query: str) -> None:
+    assert found(cars, query) == {("make", "eq", "Kia")}
+
+
+def test_outside_in_lower_case_excludes(cars: FilterExtractor) -> None:
+    assert found(cars, "estates outside switzerland") == {
+        ("body_type", "eq", "Estate"),
+        ("country", "ne", "Switzerland"),
+    }

@@ -122,6 +122,8 @@ def bind(
     if chosen is None:
         return None
     found = _conditions(phrase, aliases, chosen, today)
+    if phrase.age is not None and not all(aliases.catalog.mask(c).any() for c in found):
+        return None  # "older than 70 years" where nothing is that old: a person's age, not the item's
     if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _holds_at_most(aliases, chosen):
         found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
     if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):
@@ -131,6 +133,8 @@ def bind(
         found = nominal
     return found, named.get(chosen, [])
 
+
+YEARS_SLACK = 10  # a year said as a time this close to a field's years (or their spread) is about that field
 
 # Name words of a field that holds how many people something takes at most: a number said plainly is a minimum
 _UPPER_LIMIT = frozenset({"max", "maximum", "capacity", "sleeps"})
@@ -206,23 +210,31 @@ def _in_unit(phrase: NumberPhrase, aliases: FieldAliases, name: str) -> float:
 
 
 def _by_range(phrase: NumberPhrase, aliases: FieldAliases, allowed: list[str], yearly: bool) -> str | None:
-    """No word names a field: a year goes to a year field, else to the date field whose years hold it (or the
-    only date field); another number to the only field whose values contain it, or, where several do and one
-    of them is a price, to the price (a bare amount to compare is most often what something costs)."""
+    """No word names a field. A year said as a time ("before 1990", "2000-2010", "since 2019") goes to the first
+    year field whose years hold one of its ends, or the one date field that does, else to the one such field
+    near them (``FieldAliases.near_years``); a year-like number said plainly goes to such a field only where no
+    other field holds it ("flats under 1999" stays the rent). Another number goes to the only field whose
+    values contain it, or, where several do and one of them is a price, to the price (a bare amount to compare
+    is most often what something costs)."""
     holding = [n for n in allowed if n not in aliases.time_fields and aliases.contains(n, phrase.value)]
     if phrase.time_only or yearly:
-        numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
         dates = aliases.catalog.date_fields()
-        only_date = dates[0] if len(dates) == 1 and dates[0] in allowed else None
-        for name in numbers:
-            if aliases.contains(name, phrase.value):
-                return name
-        in_years = [n for n in dates if n in allowed and any(aliases.contains(n, v) for _, v in phrase.bounds)]
-        if len(in_years) == 1 and (phrase.time_only or phrase.dated or not holding):
-            # the one date field whose years hold it ("before 2015": registered, not listed), where the
-            # phrase says a time or no other field holds the number ("flats under 1999" stays the rent)
-            return in_years[0]
+        numbers = [n for n in aliases.time_fields if n in allowed and aliases.catalog.field_kind(n) != "date"]
+        ends = [v for _op, v in phrase.bounds]
+        said_as_time = phrase.time_only or phrase.dated
+        if said_as_time or not holding:
+            # a year field first; else the one date field whose years hold it (two: "news from 2021" is either)
+            held = [n for n in numbers if any(aliases.contains(n, v) for v in ends)]
+            held = held or [n for n in dates if n in allowed and any(aliases.contains(n, v) for v in ends)]
+            if len(held) == 1 or (held and held[0] in numbers):
+                return held[0]
+        if said_as_time:
+            times = [n for n in [*numbers, *dates] if n in allowed]
+            near = [n for n in times if any(aliases.near_years(n, v, YEARS_SLACK) for v in ends)]
+            if len(near) == 1:
+                return near[0]
         if phrase.time_only or not holding:  # a year outside every field's years: still a year
+            only_date = dates[0] if len(dates) == 1 and dates[0] in allowed else None
             return numbers[0] if numbers else only_date
     money = [n for n in holding if aliases.dimensions.get(n) == "money"]
     exact = [n for n in holding if n not in money and _holds_exactly(aliases, n, phrase.value)]

@@ -13,6 +13,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 from waypost.filters.catalog import FieldCatalog, is_numeric
 from waypost.filters.text import FUNCTION_WORDS, name_words, stem
@@ -218,6 +219,25 @@ class FieldAliases:
             return year is not None and year.start <= rng[1] and year.end > rng[0]
         rng = self.catalog.numeric_range(name)
         return rng is not None and rng[0] <= value <= rng[1]
+
+    def near_years(self, name: str, year: float, slack: int) -> bool:
+        """Whether ``year`` lies near a year or date field's years: within their own spread, or ``slack`` years
+        where they span fewer ("before 1990" on cars registered from 1995 to 2024 still means the registration;
+        "till 2000" on bikes listed in 2024 and 2025 does not mean the listing)."""
+        if self.catalog.field_kind(name) == "date":
+            rng = self.catalog.date_range(name)
+            if rng is None:
+                return False
+            from waypost.filters.dates import EPOCH_ORDINAL
+
+            first, last = (date.fromordinal(int(d) + EPOCH_ORDINAL).year for d in rng)
+        else:
+            found = self.catalog.numeric_range(name)
+            if found is None:
+                return False
+            first, last = int(found[0]), int(found[1])
+        margin = max(slack, last - first)
+        return first - margin <= year <= last + margin
 
     def far_outside(self, name: str, value: float) -> bool:
         """Whether ``value`` lies far outside the field's numbers (1990 on a 1-10 rating), more than the

@@ -28,8 +28,8 @@ EXCLUDED_BEFORE = re.compile(
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 
-# "Outside" excludes a name in capitals after it ("hikes outside Switzerland", "hotels in Italy, outside Rome"),
-# unless it describes a thing: after an article, "with" or "has" ("an outside Swimming Pool", "with outside Parking")
+# "Outside" excludes what follows ("hikes outside Switzerland", "hotels in Italy, outside rome"), unless it
+# describes a thing: after an article, "with" or "has" ("an outside Swimming Pool", "with outside parking")
 OUTSIDE = re.compile(r"\boutside(?:\s+of)?(?:\s+the)?\s+$", re.IGNORECASE)
 _DESCRIBING = re.compile(r"\b(?:a|an|the|with|has|have|having)\s+$", re.IGNORECASE)
 
@@ -67,7 +67,7 @@ def excluded_start(
     m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
     if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
         return m.start()
-    m = OUTSIDE.search(query, max(0, start - 40), start) if query[start : start + 1].isupper() else None
+    m = OUTSIDE.search(query, max(0, start - 40), start)
     if m is not None and not _DESCRIBING.search(query, max(0, m.start() - 12), m.start()):
         return m.start()
     inside = compound and query[start : start + 1].isupper()  # "non-United Kingdom comedies" wants comedies

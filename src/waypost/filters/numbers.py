@@ -159,8 +159,10 @@ _FAMILY = (
     r"dad|mum|mom|mother|father|grandma|grandpa|granny|grandmother|grandfather|grandparents?|parents?|wife|husband"
 )
 _PERSON_SUBJECT = re.compile(
-    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|retirees?|seniors?|pensioners?)\s+(?:(?:who|that)\s+)?"
-    r"(?:(?:is|are|was|were)\s+)?|\b(?:who|he|she)\s+(?:is|was)\s+|\b(?:he|she)['’]s\s+)$",
+    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?)\s+(?:(?:who|that)\s+)?"
+    r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma"
+    r"|\b(?:owners?|drivers?|sellers?|buyers?)\s+(?:(?:who|that)\s+)?(?:is|are|was|were)\s+"  # "whose owner is"
+    r"|\b(?:who|he|she|i|we|they)\s+(?:is|am|are|was|were)\s+|\b(?:who|he|she|they|we|i)['’](?:s|re|m)\s+)$",
     re.IGNORECASE,
 )
 
