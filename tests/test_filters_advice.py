@@ -27,10 +27,12 @@ def cars() -> FilterExtractor:
         "is it safe to buy an electric car from Autohaus Brenner?",
         "is 150,000 km too much for a diesel?",
         "is 20000 euros a good price for a Skoda?",
-        "can I return a car bought from Nordlicht Cars?",
-        "hi, how can I list my Hyundai?",
+        "can I return my car to Nordlicht Cars?",
+        "hi, how can I sell my Hyundai?",
         # a word of asking for items after the opening, but for the asker's own things or a way somewhere
-        "how do I see my Volvo's service history?",
+        "how do I check my Volvo's service history?",
+        "should I buy a Kia? Is it good in winter?",
+        "is it safe to park a Volvo in St. Moritz?",
         "what should I pack for a drive to Austria?",
         "how do I get to the Kia showroom?",
         "do I need to book a test drive for a Kia?",
@@ -92,6 +94,10 @@ def test_a_question_for_advice_about_films(movie_extractor: FilterExtractor) -> 
         ("can you find her a white Volvo?", {("color", "eq", "White"), ("make", "eq", "Volvo")}),
         ("would you be able to show me Kia SUVs?", {("make", "eq", "Kia"), ("body_type", "eq", "SUV")}),
         ("is it easy to find a Kia under 10000 euros?", {("make", "eq", "Kia"), ("price_eur", "lt", 10000)}),
+        # a fourth review: verbs that search in some catalogue, and asking verbs before "my"
+        ("can you change it to Kias under 10000 euros?", {("make", "eq", "Kia"), ("price_eur", "lt", 10000)}),
+        ("can you find my family a Volvo estate?", {("make", "eq", "Volvo"), ("body_type", "eq", "Estate")}),
+        ("how do I pay less than 10000 euros for a Kia?", {("make", "eq", "Kia"), ("price_eur", "lt", 10000)}),
     ],
 )  # fmt: skip
 def test_requests_a_review_found_swallowed(cars: FilterExtractor, query: str, expected: Expected) -> None:

@@ -5,13 +5,13 @@ such a filter would hide the pages that answer them. Read from the question's op
 English; when unsure, the question is read as a request, as before this rule.
 
 Two kinds of opening. One asks for a judgement or a meaning ("should I buy a diesel?", "is it safe to buy ...",
-"do I need to book ...", "what does X mean", "is 8GB enough"): a question of one sentence that opens so is no
-request ("should I go for diesel? show me Volvo estates under 10000" is one, in its second sentence). The other
+"do I need to book ...", "what does X mean", "is 8GB enough"): a question that opens so is no request, unless a
+later sentence asks for items ("should I go for diesel? show me Volvo estates under 10000"). The other
 asks how something is done ("how do I", "can you", "is it possible to", "what should I"): it is no request when
-the verb after it says an errand rather than looking for items ("how do I cancel ...", "can I bring my dog
-...", "can you explain ...") or acts on the asker's own things or a way somewhere ("how do I see my booking?",
-"how do I get to the hotel?"). Any other verb reads as a request ("how do I find a Kia under 10000 euros?", "can
-you display hotels in Rome?", "can you narrow it down to ...", "what should I watch?")."""
+the verb after it says an errand rather than looking for items ("how do I cancel ...", "can you explain ...",
+"how do I get to the hotel?"), or acts on the asker's own things without asking for items ("can I bring my dog
+...", "how do I edit my listing?"). Any other verb reads as a request ("how do I find a Kia under 10000 euros?",
+"can you display hotels in Rome?", "how do I make a vegan curry under 30 minutes?", "what should I watch?")."""
 
 from __future__ import annotations
 
@@ -37,22 +37,29 @@ _PROCEDURE = re.compile(
     r"|(?:can|could|would|will)\s+(?:i|you|we)|is\s+it\s+(?:possible|easy|hard)\s+to|what\s+should\s+(?:i|we))\b",
     re.IGNORECASE,
 )
+# Verbs of an errand, which never ask for items; another verb before the asker's own things ("how do I edit my
+# listing", "can I bring my dog") is one too, unless it asks for items ("can you find my family a hotel")
 _ERRAND = re.compile(
     r"\s+(?:(?:please|just|also|maybe|quickly|still|actually)\s+)*"
-    r"(?:(?:cancel|change|edit|update|delete|remove|contact|reach|call|email|message|pay|return|refund|transfer|"
-    r"register|sell|bring|pack|park|use|reset|log|sign|upload|add|save|share|report|complain|convert|clean|fix|"
-    r"install|upgrade|apply|tip|prepare|cook|make|store|ship|explain|describe|define|know|learn|become|"
-    r"get\s+(?:to|a\s+refund|rid|in\s+touch|back))\b"
-    r"|\w+\s+(?:my|our)\b)",  # "how do I see my booking", "how can I list my Hyundai"
+    r"(?:(?:cancel|contact|reach|call|email|message|refund|transfer|register|sell|pack|park|reset|log\s+in|"
+    r"sign\s+(?:in|up)|upload|complain|convert|clean|fix|install|upgrade|apply|tip|explain|describe|define|"
+    r"learn|become|get\s+(?:to|a\s+refund|rid|in\s+touch|back))\b"
+    r"|(?!(?:get|find|see|show|give|pick|list|search|recommend|suggest|book|rent|buy|order|choose)\b)"
+    r"\w+\s+(?:my|our)\b)",
     re.IGNORECASE,
 )
-_NEXT_SENTENCE = re.compile(r"[?.!;]\s*\w")
+# A later sentence that asks for items: "should I go for diesel? show me Volvo estates under 10000"
+_LATER_REQUEST = re.compile(
+    r"[?!]\s*(?:(?:so|then|ok|okay|if\s+so)\W+)*(?:please\s+)?(?:show|find|list|give|get|search|recommend|"
+    r"suggest|i\s+(?:want|need|am\s+looking|'m\s+looking)|looking\s+for|any)\b",
+    re.IGNORECASE,
+)
 
 
 def advice_question(query: str) -> str | None:
     """The opening words that make ``query`` a question for advice rather than for items, if they do."""
     m = _JUDGEMENT.match(query)
-    if m is not None and not _NEXT_SENTENCE.search(query, m.end()):
+    if m is not None and not _LATER_REQUEST.search(query, m.end()):
         return m.group(0).strip()
     m = _PROCEDURE.match(query)
     if m is not None and _ERRAND.match(query, m.end()):

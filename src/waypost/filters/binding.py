@@ -122,8 +122,6 @@ def bind(
     if chosen is None:
         return None
     found = _conditions(phrase, aliases, chosen, today)
-    if phrase.age is not None and not all(aliases.catalog.mask(c).any() for c in found):
-        return None  # "older than 70 years" where nothing is that old: a person's age, not the item's
     if phrase.bare and len(found) == 1 and found[0].op is Op.EQ and _holds_at_most(aliases, chosen):
         found = [replace(found[0], op=Op.GTE)]  # "for 4 guests" on max_guests: room for at least 4
     if phrase.bare and chosen not in aliases.time_fields and not _held(aliases, found):

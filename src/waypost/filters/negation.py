@@ -28,9 +28,10 @@ EXCLUDED_BEFORE = re.compile(
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 
-# "Outside" excludes what follows ("hikes outside Switzerland", "hotels in Italy, outside rome"), unless it
-# describes a thing: after an article, "with" or "has" ("an outside Swimming Pool", "with outside parking")
-OUTSIDE = re.compile(r"\boutside(?:\s+of)?(?:\s+the)?\s+$", re.IGNORECASE)
+# "Outside" excludes a name in capitals after it, or anything after "outside of" ("hikes outside Switzerland",
+# "hotels outside of rome"), unless it describes a thing: after an article, "with" or "has" ("an outside
+# Swimming Pool"); in lower case it mostly does ("hotels offering outside parking")
+OUTSIDE = re.compile(r"\boutside(?:\s+(?P<of>of))?(?:\s+the)?\s+$", re.IGNORECASE)
 _DESCRIBING = re.compile(r"\b(?:a|an|the|with|has|have|having)\s+$", re.IGNORECASE)
 
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
@@ -68,7 +69,8 @@ def excluded_start(
     if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
         return m.start()
     m = OUTSIDE.search(query, max(0, start - 40), start)
-    if m is not None and not _DESCRIBING.search(query, max(0, m.start() - 12), m.start()):
+    named = m is not None and (m.group("of") is not None or query[start : start + 1].isupper())
+    if m is not None and named and not _DESCRIBING.search(query, max(0, m.start() - 12), m.start()):
         return m.start()
     inside = compound and query[start : start + 1].isupper()  # "non-United Kingdom comedies" wants comedies
     m = NON_COMPOUND.search(query, max(0, start - 40), start) if inside else None
