@@ -102,3 +102,23 @@ def test_a_question_for_advice_about_films(movie_extractor: FilterExtractor) -> 
 )  # fmt: skip
 def test_requests_a_review_found_swallowed(cars: FilterExtractor, query: str, expected: Expected) -> None:
     assert found(cars, query) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "should I buy a diesel. Show me Volvo estates under 10000 euros",
+        "should I buy a diesel? Can you show me Volvos under 10000 euros?",
+        "should I buy a diesel? Volvos under 10000 euros please",
+    ],
+)
+def test_a_later_sentence_with_a_filter_of_its_own_is_a_request(cars: FilterExtractor, query: str) -> None:
+    assert ("make", "eq", "Volvo") in found(cars, query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["how do I add a tow bar to my Volvo", "how do I pay for a Kia", "can I return a Kia", "should I buy a Kia? thx"],
+)
+def test_more_errands_a_fifth_review_found(cars: FilterExtractor, query: str) -> None:
+    assert cars.extract(query).filter is None

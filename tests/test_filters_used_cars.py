@@ -342,3 +342,15 @@ def test_outside_in_lower_case_describing_a_thing() -> None:
         ("amenities", "eq", "parking"),
     }
     assert found(hotels, "hotels in Rome and outside pool") == {("city", "eq", "Rome"), ("amenities", "eq", "pool")}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Kias outside switzerland", {("make", "eq", "Kia"), ("country", "ne", "Switzerland")}),
+        ("Kias for us, we're older than 70 years", {("make", "eq", "Kia")}),
+        ("Kias for those who are older than 70 years", {("make", "eq", "Kia")}),
+    ],
+)  # fmt: skip
+def test_readings_a_fifth_review_found_wrong(cars: FilterExtractor, query: str, expected: Expected) -> None:
+    assert found(cars, query) == expected

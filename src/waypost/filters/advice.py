@@ -6,7 +6,7 @@ English; when unsure, the question is read as a request, as before this rule.
 
 Two kinds of opening. One asks for a judgement or a meaning ("should I buy a diesel?", "is it safe to buy ...",
 "do I need to book ...", "what does X mean", "is 8GB enough"): a question that opens so is no request, unless a
-later sentence asks for items ("should I go for diesel? show me Volvo estates under 10000"). The other
+later sentence has a filter of its own ("should I go for diesel? show me Volvo estates under 10000"). The other
 asks how something is done ("how do I", "can you", "is it possible to", "what should I"): it is no request when
 the verb after it says an errand rather than looking for items ("how do I cancel ...", "can you explain ...",
 "how do I get to the hotel?"), or acts on the asker's own things without asking for items ("can I bring my dog
@@ -16,6 +16,7 @@ the verb after it says an errand rather than looking for items ("how do I cancel
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _GREETING = r"^\W*(?:(?:hi|hey|hello|ok|okay|so|quick\s+question|please)\W+)*"
 # A judgement, a meaning or a comparison of kinds
@@ -41,26 +42,27 @@ _PROCEDURE = re.compile(
 # listing", "can I bring my dog") is one too, unless it asks for items ("can you find my family a hotel")
 _ERRAND = re.compile(
     r"\s+(?:(?:please|just|also|maybe|quickly|still|actually)\s+)*"
-    r"(?:(?:cancel|contact|reach|call|email|message|refund|transfer|register|sell|pack|park|reset|log\s+in|"
+    r"(?:(?:cancel|contact|reach|call|email|message|refund|return|transfer|register|sell|pack|park|reset|log\s+in|"
     r"sign\s+(?:in|up)|upload|complain|convert|clean|fix|install|upgrade|apply|tip|explain|describe|define|"
-    r"learn|become|get\s+(?:to|a\s+refund|rid|in\s+touch|back))\b"
+    r"learn|become|pay\s+for|get\s+(?:to|a\s+refund|rid|in\s+touch|back))\b"
     r"|(?!(?:get|find|see|show|give|pick|list|search|recommend|suggest|book|rent|buy|order|choose)\b)"
-    r"\w+\s+(?:my|our)\b)",
+    r"\w+(?:\s+(?!my\b|our\b)\w+){0,4}\s+(?:my|our)\b)",  # "how do I add a tow bar to my Volvo"
     re.IGNORECASE,
 )
-# A later sentence that asks for items: "should I go for diesel? show me Volvo estates under 10000"
-_LATER_REQUEST = re.compile(
-    r"[?!]\s*(?:(?:so|then|ok|okay|if\s+so)\W+)*(?:please\s+)?(?:show|find|list|give|get|search|recommend|"
-    r"suggest|i\s+(?:want|need|am\s+looking|'m\s+looking)|looking\s+for|any)\b",
-    re.IGNORECASE,
-)
+# Where a sentence ends: "?", "!", ";", or "." after a word of three letters or more ("St. Moritz" goes on)
+_SENTENCE_END = re.compile(r"[?!;]+\s*|(?<=[^\W\d_]{3})\.\s+")
 
 
-def advice_question(query: str) -> str | None:
-    """The opening words that make ``query`` a question for advice rather than for items, if they do."""
+def advice_question(query: str, has_filter: Callable[[str], bool] | None = None) -> str | None:
+    """The opening words that make ``query`` a question for advice rather than for items, if they do.
+    ``has_filter`` reads a later sentence: one that asks for items of its own ("should I go for diesel? show me
+    Volvo estates under 10000") makes the whole a request."""
     m = _JUDGEMENT.match(query)
-    if m is not None and not _LATER_REQUEST.search(query, m.end()):
-        return m.group(0).strip()
+    if m is not None:
+        end = _SENTENCE_END.search(query, m.end())
+        rest = query[end.end() :] if end is not None else ""
+        if not (rest.strip() and has_filter is not None and has_filter(rest)):
+            return m.group(0).strip()
     m = _PROCEDURE.match(query)
     if m is not None and _ERRAND.match(query, m.end()):
         return m.group(0).strip()

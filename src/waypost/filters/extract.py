@@ -36,7 +36,7 @@ from waypost.filters.fields import FieldAliases
 from waypost.filters.flags import read_flags
 from waypost.filters.kinds import ItemKinds
 from waypost.filters.model import And, Condition, Extraction, Filter, Op, all_of
-from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start
+from waypost.filters.negation import NON_COMPOUND, Picked, excluded_start, outside_start
 from waypost.filters.numbers import NumberPhrase, find_phrases
 from waypost.filters.text import (
     DEFAULT_KIND_WORDS,
@@ -138,7 +138,7 @@ class FilterExtractor:
 
     def _read_query(self, query: str, today: date) -> Extraction:
         """The query's reading: one clause, or parallel clauses as either (``clauses.read_parallel``)."""
-        advice = advice_question(query)
+        advice = advice_question(query, lambda rest: self._read_query(rest, today).filter is not None)
         if advice is not None:
             return Extraction(None, query.strip(), [f"{advice!r}: a question for advice, not for items"])
         clauses: dict[tuple[str, bool], Extraction] = {}  # each piece is read once however often it is split
@@ -345,7 +345,7 @@ class FilterExtractor:
                 continue  # "North Korea", "New Britain", "Little Britain" and "Korea Town" are other places
             earlier = picked.get(form.field, [])
             compound = window[0].norm not in self.kind_words  # "non-South Korean TV shows" are TV shows
-            excluded = excluded_start(query, window[0].start, earlier, window[-1].end, compound) is not None
+            excluded = self._excluded_at(query, window[0].start, earlier, window[-1].end, compound, form) is not None
             if form.field in scalar_taken and not excluded and i not in together:
                 # a second value of a one-value field: only as an alternative (kinds asked together are), or an
                 # exclusion ("not steel")
@@ -446,6 +446,16 @@ class FilterExtractor:
         after = j < len(tokens) and continues(tokens[j - 1], tokens[j], tokens[j])
         return not (before or after)
 
+    def _excluded_at(
+        self, query: str, start: int, earlier: list[Picked], end: int, compound: bool, form: ValueForm
+    ) -> int | None:
+        """Where the words excluding the value at ``start`` begin (``negation.excluded_start``), or "outside"
+        before one of a field's single values ("hotels outside rome"; a list's "outside parking" is wanted)."""
+        found = excluded_start(query, start, earlier, end, compound)
+        if found is None and form.field not in self.values.list_fields:
+            found = outside_start(query, start)
+        return found
+
     def _take(
         self,
         query: str,
@@ -458,7 +468,7 @@ class FilterExtractor:
         """Read ``form`` at ``window``; returns the span of the query it marked read."""
         start, end = window[0].start, window[-1].end
         compound = window[0].norm not in self.kind_words
-        excluded = excluded_start(query, start, picked.get(form.field, []), end, compound)
+        excluded = self._excluded_at(query, start, picked.get(form.field, []), end, compound, form)
         for t in window:
             mark(t.start, t.end)
         if excluded is not None:

@@ -28,11 +28,11 @@ EXCLUDED_BEFORE = re.compile(
 # A true/false field's words right after one of these mean false ("not in stock", "out of stock", "non-vegetarian")
 NEGATED_FLAG = re.compile(rf"(?:{EXCLUDED_BEFORE.pattern.removesuffix('$')}|\bout\s+of\s*)$", re.IGNORECASE)
 
-# "Outside" excludes a name in capitals after it, or anything after "outside of" ("hikes outside Switzerland",
-# "hotels outside of rome"), unless it describes a thing: after an article, "with" or "has" ("an outside
-# Swimming Pool"); in lower case it mostly does ("hotels offering outside parking")
-OUTSIDE = re.compile(r"\boutside(?:\s+(?P<of>of))?(?:\s+the)?\s+$", re.IGNORECASE)
-_DESCRIBING = re.compile(r"\b(?:a|an|the|with|has|have|having)\s+$", re.IGNORECASE)
+# "Outside X" excludes X where X is one of a field's single values, a place more often than not ("hikes outside
+# Switzerland", "hotels outside rome"); not a thing a list holds ("hotels offering outside parking"), nor after an
+# article, "with", "has" or "for" ("an outside pool", "tents for outside winter camping"). See ``outside_start``.
+OUTSIDE = re.compile(r"\boutside(?:\s+of)?(?:\s+the)?\s+$", re.IGNORECASE)
+_DESCRIBING = re.compile(r"\b(?:a|an|the|with|has|have|having|for)\s+$", re.IGNORECASE)
 
 # "No" after these asks whether any exists or says none was found ("is there really no comedy about dogs?",
 # "there's no ...", "I've seen no westerns"): the value is wanted, not excluded
@@ -57,6 +57,14 @@ class Picked:
     excluded: bool = False
 
 
+def outside_start(query: str, start: int) -> int | None:
+    """Where "outside" begins, if it comes right before ``start`` and does not describe a thing."""
+    m = OUTSIDE.search(query, max(0, start - 40), start)
+    if m is None or _DESCRIBING.search(query, max(0, m.start() - 12), m.start()):
+        return None
+    return m.start()
+
+
 def excluded_start(
     query: str, start: int, earlier: list[Picked], end: int | None = None, compound: bool = True
 ) -> int | None:
@@ -67,10 +75,6 @@ def excluded_start(
     "non-" is excluded too (not so a kind word: "non-South Korean TV shows" are TV shows)."""
     m = EXCLUDED_BEFORE.search(query, max(0, start - 40), start)
     if m is not None and not (_NO_WORD.match(m.group(0)) and NO_ASKS.search(query, 0, m.start())):
-        return m.start()
-    m = OUTSIDE.search(query, max(0, start - 40), start)
-    named = m is not None and (m.group("of") is not None or query[start : start + 1].isupper())
-    if m is not None and named and not _DESCRIBING.search(query, max(0, m.start() - 12), m.start()):
         return m.start()
     inside = compound and query[start : start + 1].isupper()  # "non-United Kingdom comedies" wants comedies
     m = NON_COMPOUND.search(query, max(0, start - 40), start) if inside else None

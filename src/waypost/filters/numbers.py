@@ -162,7 +162,8 @@ _PERSON_SUBJECT = re.compile(
     rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?)\s+(?:(?:who|that)\s+)?"
     r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma"
     r"|\b(?:owners?|drivers?|sellers?|buyers?)\s+(?:(?:who|that)\s+)?(?:is|are|was|were)\s+"  # "whose owner is"
-    r"|\b(?:who|he|she|i)\s+(?:is|am|was)\s+|\b(?:who|he|she|i)['’](?:s|m)\s+)$",  # not "they": the items
+    r"|\b(?:who|he|she|i|we)\s+(?:is|am|are|was|were)\s+|\b(?:who|he|she|i|we)['’](?:s|m|re)\s+"
+    r"|\b(?:we|us)\W+(?:(?:both|all)\s+)?)$",  # "we're over 70", "for us, both over 70"; not "they": the items
     re.IGNORECASE,
 )
 
