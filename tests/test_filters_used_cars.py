@@ -111,6 +111,10 @@ def test_a_range_scaled_at_its_second_end(cars: FilterExtractor, query: str, exp
         ("older than 10 years but less than 100k km", {("first_registration", "lte", "2015-06-01"),
                                                        ("mileage_km", "lt", 100000)}),
         ("a car for kids older than 10 years", set()),  # a person's age
+        ("a Kia for a driver older than 70 years", {("make", "eq", "Kia")}),
+        ("an SUV for my grandparents, both older than 70 years", {("body_type", "eq", "SUV")}),
+        ("a Kia whose driver is older than 70 years", {("make", "eq", "Kia")}),
+        ("a Kia older than 10 years", {("make", "eq", "Kia"), ("first_registration", "lte", "2015-06-01")}),
     ],
 )  # fmt: skip
 def test_an_age_said_as_older_than(cars: FilterExtractor, query: str, expected: Expected) -> None:

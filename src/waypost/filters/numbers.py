@@ -159,9 +159,10 @@ _FAMILY = (
     r"dad|mum|mom|mother|father|grandma|grandpa|granny|grandmother|grandfather|grandparents?|parents?|wife|husband"
 )
 _PERSON_SUBJECT = re.compile(
-    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?)\s+(?:(?:who|that)\s+)?"
-    r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma"
-    r"|\b(?:owners?|drivers?|sellers?|buyers?)\s+(?:(?:who|that)\s+)?(?:is|are|was|were)\s+"  # "whose owner is"
+    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?|drivers?)"
+    r"(?:\W+(?:both|all))?\s+(?:(?:who|that)\s+)?"  # "for my grandparents, both older than 70"
+    r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma", "a driver"
+    r"|\b(?:owners?|sellers?|buyers?)\s+(?:(?:who|that)\s+)?(?:is|are|was|were)\s+"  # "whose owner is"
     r"|\b(?:who|he|she|i|we)\s+(?:is|am|are|was|were)\s+|\b(?:who|he|she|i|we)['’](?:s|m|re)\s+"
     r"|\b(?:we|us)\W+(?:(?:both|all)\s+)?)$",  # "we're over 70", "for us, both over 70"; not "they": the items
     re.IGNORECASE,
