@@ -195,6 +195,17 @@ def test_collection_add_refuses_bad_documents_and_goes_on(engine: Engine) -> Non
     assert {d.id for d in coll.documents()} == {"good"}
 
 
+def test_a_document_id_that_is_a_dot_segment_is_refused_alone(engine: Engine) -> None:
+    """'.' and '..' cannot be named in a URL path (clients read them as the folder above), so they are no ids;
+    '.x', '..x' and 'a/..' still are."""
+    coll = engine.collection("dots", create=True)
+    docs = [Document(i, f"text of {i}") for i in ("..", ".", " .. ", ".x", "..x", "a/..")]
+    report = coll.add(docs)
+    assert report.added == 3 and len(report.failures) == 3
+    assert all("cannot be" in f.error for f in report.failures)
+    assert {d.id for d in coll.documents()} == {".x", "..x", "a/.."}
+
+
 # -- filters: depth and size limits --------------------------------------------------------------------
 def test_deeply_nested_filter_json_is_a_filter_error() -> None:
     deep = '{"and": [' * 5000 + '{"year": 2020}' + "]}" * 5000

@@ -23,6 +23,7 @@ from waypost.post.passages import PassageAssembler, PassageConfig
 from waypost.purge import PurgeReport
 from waypost.retrieval.fusion import FusionConfig
 from waypost.retrieval.metadata import QueryFilterExtractor
+from waypost.retrieval.params import parse_params
 from waypost.retrieval.registry import make_retriever
 from waypost.retrieval.registry import strategy as strategy_spec
 from waypost.route.base import AUTO
@@ -298,10 +299,14 @@ def check_request(
     """The arguments every query call shares, checked: each problem is an ``InvalidInputError`` naming it."""
     text = query_text(query)
     name = name_string(strategy, "strategy")
-    if name not in ("web", AUTO):
-        strategy_spec(name)  # an unknown name lists the known ones
     count = positive_int(k, "k")
     checked = string_mapping(params, "params")
+    if name == "web":
+        from waypost.retrieval.web import web_search_provider
+
+        web_search_provider()  # not configured: said before any work (or stream)
+    elif name != AUTO:
+        parse_params(name, strategy_spec(name).params, checked)  # an unknown name lists the known ones
     if rerank is not None and not isinstance(rerank, str) and not callable(getattr(rerank, "rerank", None)):
         raise InvalidInputError(f"rerank must be a name, a Reranker or None, got {rerank!r}")
     if passages is not None and not isinstance(passages, PassageConfig):

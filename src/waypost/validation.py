@@ -22,6 +22,7 @@ from waypost.types import Document
 MAX_METADATA_DEPTH = 32  # nesting of lists and objects inside one metadata value
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COLLECTION_NAME = re.compile(r"\w[\w.\- ]{0,127}")
+DOT_IDS = (".", "..")  # path segments, never document ids
 AUTO_COLLECTION = "auto"  # collection "auto" asks the engine to choose (stage 1 routing): never a name
 
 
@@ -195,6 +196,11 @@ def check_document(doc: object) -> Document:
         raise InvalidInputError(f"expected a waypost.Document, got {type(doc).__name__}: {doc!r:.80}")
     if not isinstance(doc.id, str) or not doc.id.strip():
         raise InvalidDocumentError(f"a document id must be a non-empty string, got {doc.id!r}")
+    if doc.id.strip() in DOT_IDS:
+        raise InvalidDocumentError(
+            f"a document id cannot be {doc.id!r}: in a URL it names the folder above (HTTP clients rewrite "
+            "'/documents/..' to the collection itself)"
+        )
     doc_id = clean_text(doc.id)
     for name in ("text", "title", "source", "language"):
         value = getattr(doc, name)

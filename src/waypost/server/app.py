@@ -19,6 +19,7 @@ from waypost import __version__
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, StoreUnavailableError, WaypostError
 from waypost.server.config import ServerConfig
 from waypost.server.deps import ServerState
+from waypost.server.guard import RequestGuard
 from waypost.server.jobs import JobRunner
 from waypost.server.models import ErrorOut
 from waypost.server.routes import answer, collections, health, jobs, query, uploads
@@ -41,6 +42,7 @@ def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
     return JSONResponse({"error": message, "detail": detail}, status_code=status)
 
 
+MAX_MESSAGE_CHARS = 2_000  # an error message's length; what a client sent is cut there
 _LOOKED_IN = re.compile(r"\s*\(looked in [^)]*\)")
 
 
@@ -56,7 +58,12 @@ def without_paths(message: str, root: Path) -> str:
 def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)  # starlette's: FastAPI raises it too (a body it cannot parse, 404, 405)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
-        message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
+        if isinstance(exc.detail, str):
+            message = exc.detail
+        elif exc.status_code == 422:  # a list of schema errors (an upload's JSON documents), as FastAPI's own
+            message = "the request does not match the API's schema"
+        else:
+            message = "the request was refused"
         detail = None if isinstance(exc.detail, str) else exc.detail
         response = _error(exc.status_code, message, detail)
         if exc.headers:
@@ -79,7 +86,10 @@ def add_error_handlers(app: FastAPI) -> None:
             response = _error(503, "the store is unavailable; retry shortly")
             response.headers["Retry-After"] = "5"
             return response
-        return _error(400, without_paths(str(exc), request.app.state.waypost.config.root))  # bad input
+        message = without_paths(str(exc), request.app.state.waypost.config.root)
+        if len(message) > MAX_MESSAGE_CHARS:  # a huge name or value sent is not echoed whole
+            message = message[:MAX_MESSAGE_CHARS] + f"… ({len(message):,} characters)"
+        return _error(400, message)  # bad input
 
     @app.exception_handler(ControlError)
     async def control_error(_: Request, exc: ControlError) -> JSONResponse:
@@ -127,9 +137,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         description="Adaptive retrieval over your documents: collections, ingestion jobs, retrieval "
         "(`auto` picks the pipeline), comparisons and cited answers. Every /v1 route takes an API key.",
         lifespan=lifespan,
+        redirect_slashes=False,  # a redirected DELETE keeps its method: '/documents/..' would delete the collection
     )
     app.state.waypost = state
     add_error_handlers(app)
+    app.add_middleware(RequestGuard, state=state)  # inside CORS, so its 401 and 413 carry CORS headers
     if config.cors_origins:
         app.add_middleware(
             CORSMiddleware,

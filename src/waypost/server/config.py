@@ -22,6 +22,7 @@ class ServerConfig:
     cors_origins: tuple[str, ...] = ()  # closed by default
     max_file_bytes: int = 32 * 1024 * 1024
     max_upload_bytes: int = 128 * 1024 * 1024  # one request, all files together
+    max_request_bytes: int = 1024 * 1024  # any other /v1 request body (a query, its filter, a feedback)
     max_files: int = 1000
     job_workers: int = 1  # ingestion runs on its own threads, apart from request handling
     max_job_attempts: int = 3  # a job whose worker died this often (kill -9 mid-run) fails instead of resuming

@@ -20,6 +20,7 @@ from waypost.server.tenants import LOCAL_TENANT, TenantEngines
 from waypost.store.control import ApiKey, ControlStore
 from waypost.validation import AUTO_COLLECTION
 
+PRINCIPAL_STATE = "waypost_principal"  # where ``server.guard`` keeps the principal it found
 AUTO_ELSEWHERE = "collection auto (waypost chooses) works for retrieve and answer only; name a collection here"
 
 bearer = HTTPBearer(auto_error=False, description="An API key: `waypost key create TENANT --scope read`")
@@ -61,6 +62,7 @@ def unauthorized(message: str) -> HTTPException:
 
 
 def current_principal(
+    request: Request,
     state: Annotated[ServerState, Depends(server_state)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Principal:
@@ -68,6 +70,9 @@ def current_principal(
         if state.local is None:
             state.local = local_principal(state)
         return state.local
+    checked: Principal | None = getattr(request.state, PRINCIPAL_STATE, None)
+    if checked is not None:  # the request guard checked this request's key before its body was read
+        return checked
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise unauthorized("an API key is required: Authorization: Bearer wp_...")
     principal = authenticate(state.control, credentials.credentials)

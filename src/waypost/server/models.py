@@ -106,7 +106,9 @@ class PassagesIn(Strict):
 class RetrieveIn(Strict):
     collection: str = Field(min_length=1, max_length=128, description=AUTO_DESCRIPTION + " (fused when several)")
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    strategy: str = Field(default="auto", description="auto, or a name from GET /v1/strategies")
+    strategy: str = Field(
+        default="auto", min_length=1, max_length=64, description="auto, or a name from GET /v1/strategies"
+    )
     k: int = Field(default=10, ge=1, le=100, strict=True)
     filters: dict[str, Any] | None = Field(
         default=None, description='a filter object, e.g. {"year": {"gte": 2010}} or {"or": [...]}'
@@ -161,7 +163,7 @@ class AnswerIn(Strict):
         min_length=1, max_length=128, description=AUTO_DESCRIPTION + " (the answer comes from the first alone)"
     )
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    strategy: str = "auto"
+    strategy: str = Field(default="auto", min_length=1, max_length=64)
     k: int = Field(default=5, ge=1, le=50, strict=True)
     params: dict[str, Scalar] | None = None
     stream: bool = Field(default=False, strict=True)

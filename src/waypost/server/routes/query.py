@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import typing
 from typing import Any
@@ -11,7 +12,7 @@ from fastapi import APIRouter, HTTPException
 
 from waypost.aio import AsyncCollection
 from waypost.errors import WaypostError
-from waypost.filters.model import Filter, from_obj
+from waypost.filters.model import Filter, parse_filter_json
 from waypost.post.passages import PassageConfig, PassagePolicy
 from waypost.retrieval.registry import STRATEGIES
 from waypost.server.auto import AUTO_REFUSES, is_auto, search_auto
@@ -41,7 +42,8 @@ def passage_config(passages: PassagesIn | None) -> PassageConfig | None:
 
 
 def filter_of(raw: dict[str, Any] | None) -> Filter | None:
-    return None if raw is None else from_obj(raw)
+    """The request's filter, within the limits a filter's JSON text has everywhere (``parse_filter_json``)."""
+    return None if raw is None else parse_filter_json(json.dumps(raw, ensure_ascii=False))
 
 
 def check_rerank(spec: str | None) -> None:

@@ -21,6 +21,7 @@ from waypost.server.jobs import new_job_id
 from waypost.server.models import DocumentsIn, ErrorOut, JobOut
 from waypost.server.views import job_out
 from waypost.store.control import JobRecord
+from waypost.validation import clean_text
 
 router = APIRouter(prefix="/v1/collections", tags=["documents"])
 BINARY_TYPES = {".pdf"}
@@ -129,9 +130,26 @@ async def read_files(request: Request, max_files: int, max_file: int) -> list[tu
         await form.close()
 
 
+def without_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with each string's lone surrogates replaced by U+FFFD (``clean_text``)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k): without_surrogates(v) for k, v in value.items()}
+    return value
+
+
 async def read_documents(request: Request, max_bytes: int) -> list[tuple[str, bytes]]:
     try:
-        body = DocumentsIn.model_validate_json(await request.body())
+        raw = json.loads(await request.body())  # Python's parser keeps a lone surrogate ("\\ud800"), as files do
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise Refused(422, f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise Refused(422, "the body nests too deeply") from None
+    try:
+        body = DocumentsIn.model_validate(without_surrogates(raw))
     except ValidationError as exc:
         errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]  # no input echo
         raise Refused(422, json.loads(json.dumps(errors, default=str))) from None

@@ -239,6 +239,10 @@
   }
 
   async function deleteDocument(collection, docId) {
+    if (docId === "." || docId === "..") {  // a URL reads it as the folder above: the collection itself
+      toast(`A document named "${docId}" cannot be deleted from here; use waypost rm.`, "error");
+      return;
+    }
     await api("DELETE", `${collPath(collection)}/documents/${enc(docId)}`);
     toast(`Deleted ${docId}.`);
     await Promise.all([loadDocuments(), loadCollections()]);
