@@ -145,3 +145,15 @@ def test_a_lone_surrogate_in_a_json_upload_becomes_a_replacement_character(serve
         assert bad.status_code == 422 and "not valid JSON" in bad.json()["error"]
         schema = c.post(f"/v1/collections/{coll}/documents", json={"documents": [{"id": 3}]})
         assert schema.status_code == 422 and schema.json()["error"] == "the request does not match the API's schema"
+
+
+def test_a_body_sent_without_a_json_content_type_says_so(server: LiveServer) -> None:
+    with server.client("alpha:write") as c:
+        assert c.post("/v1/collections", json={"name": "guard_ctype"}).status_code == 201
+        r = c.post("/v1/retrieve", content=b'{"collection": "x", "query": "y"}', headers={"Content-Type": "text/plain"})
+        assert r.status_code == 422 and "Content-Type: application/json" in r.json()["error"], r.text
+        r = c.post("/v1/retrieve", json={"collection": "x"})  # JSON, but a field missing: no hint about the header
+        assert r.status_code == 422 and "Content-Type" not in r.json()["error"]
+        r = c.post("/v1/retrieve", json={"collection": "guard_ctype", "query": "y", "strategy": "nope"})
+        listed = r.json()["error"]
+        assert "unknown strategy" in listed and "hybrid" in listed and "web" not in listed  # no provider: not offered

@@ -126,7 +126,10 @@ def strategy(name: str) -> Strategy:
     try:
         return STRATEGIES[name]
     except KeyError:
-        raise InvalidInputError(f"unknown strategy {name!r}; choose one of {', '.join([*STRATEGIES, 'web'])}") from None
+        from waypost.retrieval.web import is_available
+
+        known = [*STRATEGIES, "web"] if is_available() else list(STRATEGIES)  # web only with a provider
+        raise InvalidInputError(f"unknown strategy {name!r}; choose one of {', '.join(known)}") from None
 
 
 def make_retriever(

@@ -71,9 +71,13 @@ def add_error_handlers(app: FastAPI) -> None:
         return response
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
-        return _error(422, "the request does not match the API's schema", errors)
+        message = "the request does not match the API's schema"
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method in ("POST", "PUT", "PATCH") and content_type != "application/json":
+            message += f"; send JSON with Content-Type: application/json (got {content_type or 'none'!r})"
+        return _error(422, message, errors)
 
     @app.exception_handler(WaypostError)
     async def waypost_error(request: Request, exc: WaypostError) -> JSONResponse:

@@ -266,7 +266,7 @@ class JobRunner:
             log.warning("ingestion job %s paused: the store is unavailable", job_id, exc_info=True)
             return
         except CollectionNotFoundError:
-            self._finish(job_id, "failed", f"collection {job.collection!r} was deleted before the job ran")
+            self._finish(job_id, "failed", f"collection {job.collection!r} was deleted before or while the job ran")
             return
         except WaypostError as exc:
             self._finish(job_id, "failed", str(exc))
