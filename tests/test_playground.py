@@ -261,3 +261,35 @@ def test_playground_is_served_beside_the_api(server: LiveServer) -> None:
         assert c.get("/docs").status_code == 200
         paths = c.get("/openapi.json").json()["paths"]
         assert "/" not in paths and "/v1/retrieve" in paths
+
+
+@needs_chromium
+def test_the_api_docs_render_offline(server: LiveServer, tmp_path: Path) -> None:
+    """``/docs`` in real Chromium with every request past this server refused: Swagger UI comes from here."""
+    from playwright.sync_api import expect, sync_playwright
+
+    origin = urlsplit(server.url).netloc
+    outside: list[str] = []
+    problems: list[str] = []
+
+    def offline(route: Any) -> None:
+        if urlsplit(route.request.url).netloc != origin:
+            outside.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(20_000)
+            page.route("**/*", offline)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.goto(f"{server.url}/docs")
+            expect(page.locator(".swagger-ui .info .title")).to_contain_text("waypost")
+            expect(page.locator("#operations-retrieval-retrieve_v1_retrieve_post")).to_be_visible()
+            page.screenshot(path=str(Path(os.environ.get("WAYPOST_SCREENSHOTS") or tmp_path) / "docs.png"))
+        finally:
+            browser.close()
+    assert outside == [] and problems == [], (outside, problems)

@@ -19,6 +19,7 @@ from waypost import __version__
 from waypost.errors import CollectionNotFoundError, ModelMismatchError, StoreUnavailableError, WaypostError
 from waypost.server.config import ServerConfig
 from waypost.server.deps import ServerState
+from waypost.server.docs_page import mount_docs
 from waypost.server.guard import RequestGuard
 from waypost.server.jobs import JobRunner
 from waypost.server.models import ErrorOut
@@ -141,6 +142,7 @@ def create_app(config: ServerConfig) -> FastAPI:
         description="Adaptive retrieval over your documents: collections, ingestion jobs, retrieval "
         "(`auto` picks the pipeline), comparisons and cited answers. Every /v1 route takes an API key.",
         lifespan=lifespan,
+        docs_url=None,  # ``server.docs_page``: Swagger UI from this server, not a CDN
         redirect_slashes=False,  # a redirected DELETE keeps its method: '/documents/..' would delete the collection
     )
     app.state.waypost = state
@@ -160,6 +162,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app.include_router(health.router)
     for module in (collections, uploads, jobs, query, answer):
         app.include_router(module.router, responses=API_ERRORS)
+    mount_docs(app)
     mount_extras(app, state)
     return app
 
