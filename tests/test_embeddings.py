@@ -103,3 +103,15 @@ def test_approximate_dense_index_agrees_with_exact(minilm: Embedder) -> None:
     mask = np.zeros(2000, dtype=np.bool_)
     mask[:100] = True
     assert set(approx.search(vecs[5], 10, mask)[0]) <= set(range(100))
+
+
+def test_an_unknown_model_name_fails_fast_without_the_network() -> None:
+    """A mistyped model is not looked for online (it used to retry the hub for about 80 s)."""
+    import time
+
+    from waypost.embeddings.sentence_transformer import SentenceTransformerEmbedder
+
+    started = time.monotonic()
+    with pytest.raises(WaypostError, match="no local sentence-transformers model 'all-MiniLM-L6-v3'"):
+        SentenceTransformerEmbedder("all-MiniLM-L6-v3")
+    assert time.monotonic() - started < 20

@@ -184,3 +184,39 @@ def test_span_qrels_scope_and_breakdown(tmp_path: Path, minilm) -> None:  # type
     assert out["by"]["specific"]["queries"] == 1 and "evidence_recall@1000" in out["by"]["other"]
     with pytest.raises(Exception, match="no metadata field"):
         run_eval(root, "bm25", config=config, cache_dir=tmp_path / "cache", scope="room")
+
+
+@pytest.mark.parametrize(
+    ("file", "line", "expected"),
+    [
+        ("corpus.jsonl", '{"_id": "d7", "title": "No text"}', r"corpus.jsonl, line 4: the record has no 'text'"),
+        ("corpus.jsonl", "{nope", r"corpus.jsonl, line 4: not valid JSON"),
+        ("corpus.jsonl", "[1, 2]", r"corpus.jsonl, line 4: a JSON object is expected"),
+        ("queries.jsonl", '{"text": "no id"}', r"queries.jsonl, line 5: the record has no '_id'"),
+        ("qrels/test.tsv", "q1 d1 1", r"test.tsv, line 5: expected 3 tab-separated columns"),
+        ("qrels/test.tsv", "q1\td1\thigh", r"test.tsv, line 5: score must be a whole number, got 'high'"),
+    ],
+)
+def test_a_malformed_beir_set_names_its_file_and_line(tmp_path: Path, file: str, line: str, expected: str) -> None:
+    from waypost.errors import WaypostError
+
+    data = make_dataset(tmp_path / "bad")
+    path = data / file
+    path.write_text(path.read_text().rstrip("\n") + "\n" + line + "\n")
+    with pytest.raises(WaypostError, match=expected):
+        list(load_beir(data).corpus())
+
+
+def test_eval_refuses_a_limit_below_one_and_answers_without_gold(tmp_path: Path, minilm) -> None:  # type: ignore[no-untyped-def]
+    from waypost.errors import WaypostError
+
+    data = make_dataset(tmp_path / "tiny")
+    for limit in (0, -1):
+        with pytest.raises(WaypostError, match="limit must be at least 1"):
+            run_eval(data, "bm25", k=5, config=EngineConfig(), cache_dir=tmp_path / "cache", limit=limit)
+    assert (
+        run_eval(data, "bm25", k=5, config=EngineConfig(), cache_dir=tmp_path / "cache", limit=1).metrics["queries"]
+        == 1
+    )
+    with pytest.raises(WaypostError, match=r"metadata\.answer; none of the 3 queries"):
+        run_eval(data, "bm25", k=5, config=EngineConfig(), cache_dir=tmp_path / "cache", answer=True)

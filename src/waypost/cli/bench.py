@@ -38,7 +38,7 @@ def router_train(
     scope: Annotated[
         str | None, typer.Option(help="A query metadata field every query is filtered by (e.g. meeting).")
     ] = None,
-    limit: Annotated[int | None, typer.Option(help="At most N training queries per set.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most N training queries per set.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Run every pipeline of the pool on the sets' training splits (qrels/train.tsv, else the fixed half of
@@ -76,8 +76,8 @@ def bench_mixed(
         list[Path], typer.Option("--dataset", "-d", help="Run these BEIR-layout sets instead of the six (repeat).")
     ] = [],  # noqa: B006
     report: Annotated[Path | None, typer.Option("--report", help="Write index.html and plots here.")] = None,
-    limit: Annotated[int | None, typer.Option(help="At most N test queries per set.")] = None,
-    train_limit: Annotated[int | None, typer.Option(help="At most N training queries per set.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most N test queries per set.")] = None,
+    train_limit: Annotated[int | None, typer.Option(min=1, help="At most N training queries per set.")] = None,
     profile: Annotated[
         Path | None, typer.Option(help="Score this router profile (default: the one fitted on the train split).")
     ] = None,

@@ -53,9 +53,12 @@ def eval_(
     cache_dir: Annotated[
         Path | None, typer.Option(help="Where ingested eval corpora and embeddings are cached.")
     ] = None,
-    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Evaluate only the first N queries.")] = None,
     show_failures: Annotated[bool, typer.Option(help="List queries whose filters were extracted wrongly.")] = False,
-    answer: Annotated[bool, typer.Option("--answer", help="Also answer every query; report answer_recall.")] = False,
+    answer: Annotated[
+        bool,
+        typer.Option("--answer", help="Also answer queries with a gold answer (metadata.answer): answer_recall."),
+    ] = False,
     llm: LlmOpt = "none",
     llm_filters: LlmFiltersOpt = False,
     scope: Annotated[

@@ -64,7 +64,7 @@ def rerank_train(
     strategy: StrategyOpt = "hybrid",
     depth: Annotated[int, typer.Option(min=2, help="Candidates per query (as reranked at query time).")] = 30,
     chunk_tokens: Annotated[int, typer.Option(help="Token budget per chunk of the dataset's eval store.")] = 200,
-    limit: Annotated[int | None, typer.Option(help="Use only the first N training queries.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Use only the first N training queries.")] = None,
     out: Annotated[
         Path | None,
         typer.Option(

@@ -39,9 +39,6 @@ class SentenceTransformerEmbedder:
         self._name = model
         self._batch_size = batch_size
         path = resolve_model_path(model)
-        # Local files: the hub client is told by argument (not by the process environment) never to
-        # reach for the network; a hub name is looked up as usual.
-        local = Path(path).exists()
         limit_blas_threads()
         try:
             from sentence_transformers import SentenceTransformer
@@ -49,8 +46,15 @@ class SentenceTransformerEmbedder:
 
             hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
-            self._model: Any = SentenceTransformer(path, device=device, local_files_only=local)
+            # Never the network (told by argument, not by the process environment): a folder, or a hub
+            # name already in the local Hugging Face cache.
+            self._model: Any = SentenceTransformer(path, device=device, local_files_only=True)
         except Exception as exc:
+            if not Path(path).exists():
+                raise WaypostError(
+                    f"no local sentence-transformers model {model!r}: it is neither a folder nor in the local "
+                    "Hugging Face cache, and waypost never downloads models"
+                ) from exc
             raise WaypostError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         dim = get_dim()

@@ -167,7 +167,9 @@ def run_eval(
     try:
         collection, ingest = prepare(dataset, engine, show_progress)
         depth = max(k, 100)
-        queries = dataset.queries[:limit] if limit else dataset.queries
+        if limit is not None and limit < 1:
+            raise WaypostError(f"limit must be at least 1 query, got {limit}")
+        queries = dataset.queries[:limit] if limit is not None else dataset.queries
         # build indexes (and a tree or a graph, for the strategies that use one), load the model
         if strategy not in ("web", AUTO) and strategy_spec(strategy).needs_graph:  # auto picks only what is built
             collection.graph().get(show_progress=show_progress)
@@ -255,6 +257,11 @@ def answer_metrics(
     """answer_recall: share of questions whose gold answer is in the answer or in a cited passage;
     answer_text_recall counts only the answer text and the cited spans; answer_supported is the share
     of answers that claim support."""
+    if not any(isinstance(q.metadata.get("answer"), str) and q.metadata["answer"].strip() for q in queries):
+        raise WaypostError(
+            f"answer metrics need each query's gold answer in metadata.answer; none of the {len(queries)} "
+            "queries has one"
+        )
     found: list[bool] = []  # the issue's definition: in the answer or in a passage it cites
     in_answer: list[bool] = []  # stricter: in the answer text or the cited spans themselves
     supported = 0
