@@ -313,3 +313,20 @@ def test_a_csv_row_with_missing_cells_names_its_real_count(tmp_path: Path) -> No
     path.write_text('id,text,year\n1,"unterminated,2020\n2,fine,2021\n', encoding="utf-8")
     failures = [item for item in load_path(path, tmp_path) if isinstance(item, LoadFailure)]
     assert failures and "row has 2 cells, the header has 3" in failures[0].error
+
+
+def test_an_id_given_twice_in_one_add_keeps_the_first_and_says_so(engine: Engine, tmp_path: Path) -> None:
+    """Two folders with a file of one name, a JSONL line repeated: never a silent replacement."""
+    for folder, text in (("c2", "Quantum entanglement links particles."), ("c3", "The okapi is a forest giraffe.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "readme.md").write_text(f"# {folder}\n\n{text}\n")
+    (tmp_path / "dups.jsonl").write_text('{"id": "x", "text": "herons"}\n{"id": "x", "text": "storks"}\n')
+    coll = engine.collection("twice", create=True)
+    report = coll.add_paths([tmp_path / "c2", tmp_path / "c3", tmp_path / "dups.jsonl"])
+    assert report.added == 2 and len(report.failures) == 2
+    assert report.failures[0].source.endswith("c3/readme.md") and "c2/readme.md" in report.failures[0].error
+    assert "folder given" in report.failures[0].error
+    assert report.failures[1].source.endswith("dups.jsonl:2") and "folder" not in report.failures[1].error
+    assert "okapi" not in coll.get("readme.md").text and coll.get("x").text == "herons"
+    again = coll.add([Document("y", "one"), Document("y", "two")])  # the Python API too
+    assert again.added == 1 and "'y' came earlier" in again.failures[0].error

@@ -63,6 +63,12 @@ def title_chunk(doc: Document) -> list[Chunk]:
     return [Chunk(doc.id, 0, "", 0, 0, 0)] if doc.title.strip() else []
 
 
+def duplicate_message(doc_id: str, first: str) -> str:
+    where = f" (from {first})" if first != doc_id else ""
+    hint = " (a file's id is its path inside the folder given: two folders can hold it)" * first.endswith(doc_id)
+    return f"document id {doc_id!r} came earlier in this add{where}: the first is kept, this one skipped{hint}"
+
+
 def _source_of(doc: Document) -> str:
     source, doc_id = getattr(doc, "source", ""), getattr(doc, "id", "")
     return clean_text(source if isinstance(source, str) and source else str(doc_id))
@@ -103,12 +109,18 @@ class Ingestor:
         with progress(show_progress) as bar:
             task = bar.add_task("ingesting", total=total) if bar is not None else None
             batch: list[Document] = []
+            first_source: dict[str, str] = {}  # each id taken in this call, and where it came from
             for given in document_stream(documents):
                 try:
                     doc = check_document(given)
                 except InvalidDocumentError as exc:  # refused alone; the rest of the batch goes on
                     report.failures.append(LoadFailure(_source_of(given), str(exc)))
                     continue
+                source = _source_of(doc)
+                if doc.id in first_source:  # two files of one name in two folders, a JSONL line repeated
+                    report.failures.append(LoadFailure(source, duplicate_message(doc.id, first_source[doc.id])))
+                    continue
+                first_source[doc.id] = source
                 batch.append(doc)
                 if len(batch) >= self.batch_docs:
                     self._flush(collection, batch, report)
