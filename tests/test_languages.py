@@ -140,6 +140,12 @@ def test_a_language_set_by_hand_wins_and_bad_codes_are_refused(tmp_path: Path, m
     assert coll.add([Document("d2", "Short English text, marked Russian by hand.", language="ru")]).unchanged == 1
     with pytest.raises(WaypostError, match="ISO 639"):
         engine.collection("c", language="german!")
+    with pytest.raises(WaypostError, match=r"'jp' is a country; its language is 'ja'"):
+        engine.collection("c2", create=True, language="jp")  # bm25 found nothing in Japanese marked so
+    with pytest.raises(WaypostError, match="no ISO 639-1 language code"):
+        engine.collection("c3", create=True, language="xx")
+    assert engine.collection("c4", create=True, language="mt").name == "c4"  # any ISO code, tuned or not
+    assert {c.name for c in engine.collections()} == {"c", "c4"}  # nothing made for a refused code
     engine.close()
 
 

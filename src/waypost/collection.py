@@ -316,9 +316,13 @@ def check_request(
 
 def check_language(language: str) -> str:
     """An ISO 639 code (``th``, ``tha``, ``en-US``), made canonical, or "" for detection; else an error."""
-    from waypost.text.language import canonical_language
+    from waypost.text.language import COUNTRY_NOT_LANGUAGE, ISO_639_1, canonical_language
 
     code = canonical_language(language)
     if code and not (code.isalpha() and 2 <= len(code) <= 3):
         raise WaypostError(f"language must be an ISO 639 code such as 'en', 'de' or 'th', not {language!r}")
+    if len(code) == 2 and code not in ISO_639_1:
+        meant = COUNTRY_NOT_LANGUAGE.get(code)
+        hint = f" ({code!r} is a country; its language is {meant!r})" if meant else ""
+        raise WaypostError(f"{language!r} is no ISO 639-1 language code{hint}")
     return code

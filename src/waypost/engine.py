@@ -252,6 +252,7 @@ class Engine:
         per document; "" goes back to detection. A name is letters, digits, ``_ . -`` and spaces (it names a
         folder of the store)."""
         name = collection_name(name, new=False)
+        code = check_language(language) if language is not None else None  # before anything is created
         try:
             info: CollectionInfo | None = self.store.collection(name)
         except CollectionNotFoundError:
@@ -263,8 +264,8 @@ class Engine:
         if info is None:
             embedder = self.embedder(model)
             self.store.create_collection(name, embedder.model_id, embedder.dimension)
-        if language is not None:
-            self.store.set_collection_language(name, check_language(language))
+        if code is not None:
+            self.store.set_collection_language(name, code)
         return Collection(self, name, model)
 
     def collection_selector(self) -> CollectionSelector:
