@@ -11,7 +11,7 @@ import pytest
 
 from waypost.base import Embedder
 from waypost.engine import Collection, Engine
-from waypost.errors import FilterError, InvalidInputError, WaypostError
+from waypost.errors import FilterError, InvalidInputError, LoaderError, WaypostError
 from waypost.filters.model import MAX_FILTER_DEPTH, And, Condition, Op, from_obj, parse_filter, parse_filter_json
 from waypost.ingest.loaders import LoadFailure, load_path
 from waypost.types import Document
@@ -261,6 +261,14 @@ def test_embedder_reports_its_window(minilm: Embedder) -> None:
     assert window is not None and window.max_input_tokens == 256
     assert window.count_input_tokens(["hello world", ""]) == [4, 2]  # [CLS] hello world [SEP]
     assert json.dumps(window.count_input_tokens([])) == "[]"
+
+
+def test_a_utf16_file_is_named_as_such_not_as_binary(tmp_path: Path) -> None:
+    for encoding in ("utf-16", "utf-16-be", "utf-32"):
+        path = tmp_path / f"{encoding}.txt"
+        path.write_bytes(("\ufeff" if encoding == "utf-16-be" else "").encode(encoding) + "Tides.".encode(encoding))
+        with pytest.raises(LoaderError, match="UTF-16 or UTF-32 text; save it as UTF-8"):
+            list(load_path(path, tmp_path))
 
 
 def test_a_file_name_that_is_not_utf8_loads_with_a_clean_id(tmp_path: Path) -> None:

@@ -145,7 +145,7 @@ def describe(
     ],
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
-    """Say what a collection holds: --strategy auto reads it to choose collections."""
+    """Say what a collection holds: `--collection auto` reads it to choose collections."""
     with _engine(_existing(store)) as engine:
         coll = engine.collection(name)
         coll.describe(text)

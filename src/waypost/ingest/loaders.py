@@ -38,6 +38,8 @@ def _read_text(path: Path, max_bytes: int) -> str:
     if size > max_bytes:
         raise LoaderError(f"file is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
     raw = path.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # a UTF-16 byte-order mark (UTF-32's starts the same)
+        raise LoaderError("file is UTF-16 or UTF-32 text; save it as UTF-8")
     if b"\x00" in raw[:8192]:
         raise LoaderError("file looks binary (NUL bytes)")
     try:
