@@ -98,6 +98,11 @@ def test_mixed_types_nan_and_bad_values() -> None:
     assert index.mask(Condition("year", Op.EQ, 2016)).nonzero()[0].tolist() == [0, 1]
     assert index.mask(Condition("year", Op.EQ, "2016")).nonzero()[0].tolist() == [0, 1]
     assert index.mask(Condition("year", Op.GT, 2017)).nonzero()[0].tolist() == [3]  # NaN is not > anything
+    # "2016" equals 2016, so a range reads it as that number too: every row is inside one side or the other
+    assert index.mask(Condition("year", Op.GTE, 2016)).nonzero()[0].tolist() == [0, 1, 3]
+    assert index.mask(Condition("year", Op.LT, 2018)).nonzero()[0].tolist() == [0, 1]
+    words = MetadataIndex.build([{"year": 2016}, {"year": "unknown"}, {"year": "n/a"}])
+    assert words.mask(Condition("year", Op.GT, 2000)).nonzero()[0].tolist() == [0]  # text is no number
     assert index.stats["year"].kind == "mixed"
     for bad in (
         lambda: Condition("year", Op.GT, float("nan")),

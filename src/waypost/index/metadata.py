@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -38,6 +39,11 @@ def _key(value: Any) -> Any:
     if isinstance(value, date):
         return display(value).casefold()
     return value
+
+
+_RANGE_TESTS: dict[Op, Callable[[float, float], bool]] = {
+    Op.GT: operator.gt, Op.GTE: operator.ge, Op.LT: operator.lt, Op.LTE: operator.le,
+}  # fmt: skip
 
 
 def _is_number(value: Any) -> bool:
@@ -314,6 +320,12 @@ class MetadataIndex:
         col = self.numeric.get(cond.field)
         if col is not None and _is_number(cond.value):
             out[_searched(col, cond.op, float(cond.value))] = True
+            if self.stats[cond.field].strings:  # "2018" beside 2019: compared as its number, as EQ reads it
+                compare = _RANGE_TESTS[cond.op]
+                for key, positions in self.inverted.get(cond.field, {}).items():
+                    number = _as_number(key)
+                    if number is not None and compare(number, float(cond.value)):
+                        out[positions] = True
         bound = period(cond.value) if dated is not None else None
         if dated is not None and bound is not None:
             out[_period_positions(dated, cond.op, bound)] = True
