@@ -196,14 +196,15 @@ def test_collection_add_refuses_bad_documents_and_goes_on(engine: Engine) -> Non
 
 
 def test_a_document_id_that_is_a_dot_segment_is_refused_alone(engine: Engine) -> None:
-    """'.' and '..' cannot be named in a URL path (clients read them as the folder above), so they are no ids;
-    '.x', '..x' and 'a/..' still are."""
+    """'.' and '..' between slashes cannot be named in a URL path (clients read them as folders), so an id
+    holding one is refused; '.x', '..x', 'a/.b' and 'a..b' still are ids."""
     coll = engine.collection("dots", create=True)
-    docs = [Document(i, f"text of {i}") for i in ("..", ".", " .. ", ".x", "..x", "a/..")]
-    report = coll.add(docs)
-    assert report.added == 3 and len(report.failures) == 3
+    bad = ("..", ".", " .. ", "a/..", "a/../..", "./..", "x/./y", "../x")
+    good = (".x", "..x", "a/.b", "a..b", "notes/2024.md")
+    report = coll.add([Document(i, f"text of {i}") for i in (*bad, *good)])
+    assert report.added == len(good) and len(report.failures) == len(bad)
     assert all("cannot be" in f.error for f in report.failures)
-    assert {d.id for d in coll.documents()} == {".x", "..x", "a/.."}
+    assert {d.id for d in coll.documents()} == set(good)
 
 
 # -- filters: depth and size limits --------------------------------------------------------------------
@@ -264,11 +265,18 @@ def test_embedder_reports_its_window(minilm: Embedder) -> None:
 
 
 def test_a_utf16_file_is_named_as_such_not_as_binary(tmp_path: Path) -> None:
-    for encoding in ("utf-16", "utf-16-be", "utf-32"):
+    for encoding in ("utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be", "utf-32-le"):
         path = tmp_path / f"{encoding}.txt"
-        path.write_bytes(("\ufeff" if encoding == "utf-16-be" else "").encode(encoding) + "Tides.".encode(encoding))
+        path.write_bytes("Tides and the moon.\n".encode(encoding))  # -be and -le: no byte-order mark
         with pytest.raises(LoaderError, match="UTF-16 or UTF-32 text; save it as UTF-8"):
             list(load_path(path, tmp_path))
+
+
+def test_a_binary_file_is_still_named_binary(tmp_path: Path) -> None:
+    path = tmp_path / "blob.txt"
+    path.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(LoaderError, match="looks binary"):
+        list(load_path(path, tmp_path))
 
 
 def test_a_file_name_that_is_not_utf8_loads_with_a_clean_id(tmp_path: Path) -> None:
@@ -338,3 +346,7 @@ def test_an_id_given_twice_in_one_add_keeps_the_first_and_says_so(engine: Engine
     assert "okapi" not in coll.get("readme.md").text and coll.get("x").text == "herons"
     again = coll.add([Document("y", "one"), Document("y", "two")])  # the Python API too
     assert again.added == 1 and "'y' came earlier" in again.failures[0].error
+    assert "folder" not in again.failures[0].error
+    empty_first = coll.add([Document("z", "  "), Document("z", "real text")])  # an empty copy takes no id
+    assert empty_first.added == 1 and coll.get("z").text == "real text"
+    assert "neither text nor title" in empty_first.failures[0].error

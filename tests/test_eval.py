@@ -214,6 +214,9 @@ def test_eval_refuses_a_limit_below_one_and_answers_without_gold(tmp_path: Path,
     for limit in (0, -1):
         with pytest.raises(WaypostError, match="limit must be at least 1"):
             run_eval(data, "bm25", k=5, config=EngineConfig(), cache_dir=tmp_path / "cache", limit=limit)
+    with pytest.raises(WaypostError, match=r"metadata\.answer; none of the 3 queries"):
+        run_eval(data, "bm25", k=5, config=EngineConfig(), cache_dir=tmp_path / "cache", answer=True)
+    assert not (tmp_path / "cache").exists()  # refused before anything was ingested
     assert (
         run_eval(data, "bm25", k=5, config=EngineConfig(), cache_dir=tmp_path / "cache", limit=1).metrics["queries"]
         == 1

@@ -115,6 +115,9 @@ def test_a_range_scaled_at_its_second_end(cars: FilterExtractor, query: str, exp
         ("an SUV for my grandparents, both older than 70 years", {("body_type", "eq", "SUV")}),
         ("a Kia whose driver is older than 70 years", {("make", "eq", "Kia")}),
         ("a Kia older than 10 years", {("make", "eq", "Kia"), ("first_registration", "lte", "2015-06-01")}),
+        # no driver is that young: the car's age
+        ("a first car for a learner driver under 5 years old", {("first_registration", "gte", "2020-06-01")}),
+        ("cars for drivers, all under 5 years old", {("first_registration", "gte", "2020-06-01")}),
     ],
 )  # fmt: skip
 def test_an_age_said_as_older_than(cars: FilterExtractor, query: str, expected: Expected) -> None:

@@ -145,6 +145,8 @@ def test_a_language_set_by_hand_wins_and_bad_codes_are_refused(tmp_path: Path, m
     with pytest.raises(WaypostError, match="no ISO 639-1 language code"):
         engine.collection("c3", create=True, language="xx")
     assert engine.collection("c4", create=True, language="mt").name == "c4"  # any ISO code, tuned or not
+    engine.collection("c4", language="iw")  # a withdrawn code Java still writes: Hebrew
+    assert engine.store.collection_language("c4") == "he"
     assert {c.name for c in engine.collections()} == {"c", "c4"}  # nothing made for a refused code
     engine.close()
 

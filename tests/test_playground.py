@@ -258,7 +258,11 @@ def test_playground_is_served_beside_the_api(server: LiveServer) -> None:
         assert c.get("/readyz").status_code == 200
         assert c.get("/v1/whoami").status_code == 401
         assert c.get("/v1/whoami", headers=server.headers("alpha:read")).json()["tenant"] == "alpha"
-        assert c.get("/docs").status_code == 200
+        docs = c.get("/docs")
+        assert docs.status_code == 200 and "/docs-assets/swagger-ui-bundle.js" in docs.text and "cdn." not in docs.text
+        for asset, kind in (("swagger-ui-bundle.js", "javascript"), ("swagger-ui.css", "text/css")):
+            r = c.get(f"/docs-assets/{asset}")
+            assert r.status_code == 200 and kind in r.headers["content-type"], asset
         paths = c.get("/openapi.json").json()["paths"]
         assert "/" not in paths and "/v1/retrieve" in paths
 

@@ -196,10 +196,10 @@ def check_document(doc: object) -> Document:
         raise InvalidInputError(f"expected a waypost.Document, got {type(doc).__name__}: {doc!r:.80}")
     if not isinstance(doc.id, str) or not doc.id.strip():
         raise InvalidDocumentError(f"a document id must be a non-empty string, got {doc.id!r}")
-    if doc.id.strip() in DOT_IDS:
+    if any(segment.strip() in DOT_IDS for segment in doc.id.split("/")):
         raise InvalidDocumentError(
-            f"a document id cannot be {doc.id!r}: in a URL it names the folder above (HTTP clients rewrite "
-            "'/documents/..' to the collection itself)"
+            f"a document id cannot be {doc.id!r}: a '.' or '..' between slashes names a folder in a URL (HTTP "
+            "clients rewrite '/documents/a/../..' to the collection itself)"
         )
     doc_id = clean_text(doc.id)
     for name in ("text", "title", "source", "language"):

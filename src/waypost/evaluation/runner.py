@@ -158,7 +158,12 @@ def run_eval(
 ) -> EvalReport:
     """``scope``: restrict each query to documents whose metadata field equals the query's; ``by``:
     also report every metric per value of a query metadata field."""
+    if limit is not None and limit < 1:
+        raise WaypostError(f"limit must be at least 1 query, got {limit}")
     dataset = load_beir(dataset_dir, split)
+    queries = dataset.queries[:limit] if limit is not None else dataset.queries
+    if answer:
+        check_gold_answers(queries)  # before any ingest or search
     config = config or EngineConfig()
     cache_dir = cache_dir or default_cache_dir()
     if config.embed_cache is None:
@@ -167,9 +172,6 @@ def run_eval(
     try:
         collection, ingest = prepare(dataset, engine, show_progress)
         depth = max(k, 100)
-        if limit is not None and limit < 1:
-            raise WaypostError(f"limit must be at least 1 query, got {limit}")
-        queries = dataset.queries[:limit] if limit is not None else dataset.queries
         # build indexes (and a tree or a graph, for the strategies that use one), load the model
         if strategy not in ("web", AUTO) and strategy_spec(strategy).needs_graph:  # auto picks only what is built
             collection.graph().get(show_progress=show_progress)
@@ -251,17 +253,21 @@ def _normal(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def check_gold_answers(queries: list[Query]) -> None:
+    if not any(isinstance(q.metadata.get("answer"), str) and q.metadata["answer"].strip() for q in queries):
+        raise WaypostError(
+            f"answer metrics need each query's gold answer in metadata.answer; none of the {len(queries)} "
+            "queries has one"
+        )
+
+
 def answer_metrics(
     collection: Collection, queries: list[Query], strategy: str, k: int = 5, show_progress: bool = False
 ) -> dict[str, float]:
     """answer_recall: share of questions whose gold answer is in the answer or in a cited passage;
     answer_text_recall counts only the answer text and the cited spans; answer_supported is the share
     of answers that claim support."""
-    if not any(isinstance(q.metadata.get("answer"), str) and q.metadata["answer"].strip() for q in queries):
-        raise WaypostError(
-            f"answer metrics need each query's gold answer in metadata.answer; none of the {len(queries)} "
-            "queries has one"
-        )
+    check_gold_answers(queries)
     found: list[bool] = []  # the issue's definition: in the answer or in a passage it cites
     in_answer: list[bool] = []  # stricter: in the answer text or the cited spans themselves
     supported = 0

@@ -158,8 +158,14 @@ _PERSON_AFTER = re.compile(rf"\s+(?:{_PEOPLE})\b", re.IGNORECASE)
 _FAMILY = (
     r"dad|mum|mom|mother|father|grandma|grandpa|granny|grandmother|grandfather|grandparents?|parents?|wife|husband"
 )
+# A driver is a grown-up: "a driver older than 70 years" is the driver's age, "a learner driver under 5 years
+# old" the car's
+_DRIVER_SUBJECT = re.compile(
+    r"\bdrivers?(?:\W+(?:both|all))?\s+(?:(?:who|that)\s+)?(?:(?:is|are|was|were)\s+)?$", re.IGNORECASE
+)
+DRIVING_AGE = 16
 _PERSON_SUBJECT = re.compile(
-    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?|drivers?)"
+    rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?)"
     r"(?:\W+(?:both|all))?\s+(?:(?:who|that)\s+)?"  # "for my grandparents, both older than 70"
     r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma", "a driver"
     r"|\b(?:owners?|sellers?|buyers?)\s+(?:(?:who|that)\s+)?(?:is|are|was|were)\s+"  # "whose owner is"
@@ -216,6 +222,11 @@ def _scale_after(query: str, m: re.Match[str]) -> tuple[float, int, str | None]:
 def year_like(value: float) -> bool:
     """Whether a number could be a calendar year (an integer from 1000 to 2999)."""
     return float(value).is_integer() and 1000 <= value <= 2999
+
+
+def _grown_up(before: str, years: float) -> bool:
+    """An age said of a driver right before it, when a driver could be that old."""
+    return years >= DRIVING_AGE and _DRIVER_SUBJECT.search(before) is not None
 
 
 def _age(start: int, end: int, cmp: Op, years: float, today: date) -> NumberPhrase:
@@ -305,17 +316,22 @@ def find_phrases(query: str, free: Callable[[int, int], bool], today: date) -> l
         cmp = _AGE_WORDS.get(cmp, cmp) if isinstance(cmp, str) else cmp  # "younger than 5 years old"
         if not isinstance(cmp, Op) or cmp not in (Op.LT, Op.LTE, Op.GT, Op.GTE) or not ok(at, m.end()):
             continue
-        said_of = _PERSON_BEFORE.search(_lookback(query, at)[0][-40:]) or _PERSON_SUBJECT.search(
-            _lookback(query, at)[0]
-        )
+        before = _lookback(query, at)[0]
+        years = number_of(m.group(1))
+        said_of = _PERSON_BEFORE.search(before[-40:]) or _PERSON_SUBJECT.search(before) or _grown_up(before, years)
         if said_of or _PERSON_AFTER.match(query, m.end()):
             taken[at : m.end()] = b"\x01" * (m.end() - at)  # a person's age: no filter, nor another field's number
             continue  # "for kids less than 10 years old", "over 65 years old actors"
-        add(_age(at, m.end(), cmp, number_of(m.group(1)), today))
+        add(_age(at, m.end(), cmp, years, today))
     for m in _AGE_THAN.finditer(query):  # "older than 10 years", "no older than 5 years"
         if not ok(m.start(), m.end()):
             continue
-        if _PERSON_SUBJECT.search(_lookback(query, m.start())[0]) or _PERSON_AFTER.match(query, m.end()):
+        before = _lookback(query, m.start())[0]
+        if (
+            _PERSON_SUBJECT.search(before)
+            or _grown_up(before, number_of(m.group("n")))
+            or _PERSON_AFTER.match(query, m.end())
+        ):
             taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
             continue  # "for kids older than 10 years", "my dad, who is older than 70 years"
         older = m.group("cmp").lower() == "older"

@@ -31,6 +31,25 @@ class LoadFailure:
 Loaded = Document | LoadFailure
 
 
+def _wide_text(head: bytes) -> bool:
+    """Text in UTF-16 or UTF-32 without a byte-order mark: mostly Latin letters, each padded with NUL bytes
+    at the same places (a binary file has NULs too, but not in that pattern)."""
+    if len(head) < 8 or b"\x00" not in head:
+        return False
+    for width in (2, 4):
+        usable = len(head) - len(head) % width
+        units = [head[i : i + width] for i in range(0, usable, width)]
+        for spot in range(width):  # where the letter sits within its unit; the other bytes are NUL
+            plain = sum(
+                1 for u in units
+                if 0x20 <= u[spot] < 0x7F or u[spot] in (9, 10, 13)
+                if all(b == 0 for j, b in enumerate(u) if j != spot)
+            )  # fmt: skip
+            if plain >= 0.9 * len(units):
+                return True
+    return False
+
+
 def _read_text(path: Path, max_bytes: int) -> str:
     size = path.stat().st_size
     if size == 0:
@@ -38,7 +57,7 @@ def _read_text(path: Path, max_bytes: int) -> str:
     if size > max_bytes:
         raise LoaderError(f"file is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.0f} MiB limit")
     raw = path.read_bytes()
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # a UTF-16 byte-order mark (UTF-32's starts the same)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")) or _wide_text(raw[:8192]):
         raise LoaderError("file is UTF-16 or UTF-32 text; save it as UTF-8")
     if b"\x00" in raw[:8192]:
         raise LoaderError("file looks binary (NUL bytes)")

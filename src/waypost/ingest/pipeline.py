@@ -63,9 +63,13 @@ def title_chunk(doc: Document) -> list[Chunk]:
     return [Chunk(doc.id, 0, "", 0, 0, 0)] if doc.title.strip() else []
 
 
+EMPTY_DOCUMENT = "document has neither text nor title; any stored version is kept"
+
+
 def duplicate_message(doc_id: str, first: str) -> str:
     where = f" (from {first})" if first != doc_id else ""
-    hint = " (a file's id is its path inside the folder given: two folders can hold it)" * first.endswith(doc_id)
+    is_file = first != doc_id and first.endswith(doc_id)
+    hint = " (a file's id is its path inside the folder given: two folders can hold it)" * is_file
     return f"document id {doc_id!r} came earlier in this add{where}: the first is kept, this one skipped{hint}"
 
 
@@ -117,6 +121,9 @@ class Ingestor:
                     report.failures.append(LoadFailure(_source_of(given), str(exc)))
                     continue
                 source = _source_of(doc)
+                if not doc.text.strip() and not doc.title.strip():  # refused here, so it takes no id from a later copy
+                    report.failures.append(LoadFailure(source, EMPTY_DOCUMENT))
+                    continue
                 if doc.id in first_source:  # two files of one name in two folders, a JSONL line repeated
                     report.failures.append(LoadFailure(source, duplicate_message(doc.id, first_source[doc.id])))
                     continue
@@ -194,11 +201,7 @@ class Ingestor:
         per_doc = [self.chunker.chunk(d.id, d.text, d.title) or title_chunk(d) for d in changed]
         empty = {d.id for d, cs in zip(changed, per_doc, strict=True) if not cs}
         if empty:
-            report.failures.extend(
-                LoadFailure(d.source or d.id, "document has neither text nor title; any stored version is kept")
-                for d in changed
-                if d.id in empty
-            )
+            report.failures.extend(LoadFailure(d.source or d.id, EMPTY_DOCUMENT) for d in changed if d.id in empty)
             per_doc = [cs for d, cs in zip(changed, per_doc, strict=True) if d.id not in empty]
             changed = [d for d in changed if d.id not in empty]
         fingerprints = [self.fingerprint(d) for d in changed]

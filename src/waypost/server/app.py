@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
     return JSONResponse({"error": message, "detail": detail}, status_code=status)
 
 
+MAX_SCHEMA_ERRORS = 20  # schema errors listed in one 422
 MAX_MESSAGE_CHARS = 2_000  # an error message's length; what a client sent is cut there
 _LOOKED_IN = re.compile(r"\s*\(looked in [^)]*\)")
 
@@ -54,6 +55,20 @@ def without_paths(message: str, root: Path) -> str:
         if path not in ("", ".", "/"):
             message = message.replace(path, "…")
     return message
+
+
+def _cut(value: Any, limit: int) -> Any:
+    return value[:limit] + "…" if isinstance(value, str) and len(value) > limit else value
+
+
+def short_error(error: Mapping[str, Any]) -> dict[str, Any]:
+    """A schema error as a client reads it: where, what and which kind, each cut short (a key a client sent
+    may be a megabyte long); never the input itself."""
+    return {
+        "loc": [_cut(part, 100) for part in error.get("loc", ())],
+        "msg": _cut(error.get("msg", ""), 500),
+        "type": error.get("type", ""),
+    }
 
 
 def add_error_handlers(app: FastAPI) -> None:
@@ -73,7 +88,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        errors = [short_error(e) for e in exc.errors()[:MAX_SCHEMA_ERRORS]]
         message = "the request does not match the API's schema"
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if request.method in ("POST", "PUT", "PATCH") and content_type != "application/json":
@@ -143,7 +158,6 @@ def create_app(config: ServerConfig) -> FastAPI:
         "(`auto` picks the pipeline), comparisons and cited answers. Every /v1 route takes an API key.",
         lifespan=lifespan,
         docs_url=None,  # ``server.docs_page``: Swagger UI from this server, not a CDN
-        redirect_slashes=False,  # a redirected DELETE keeps its method: '/documents/..' would delete the collection
     )
     app.state.waypost = state
     add_error_handlers(app)

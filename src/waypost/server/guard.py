@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from waypost.errors import WaypostError
+from waypost.errors import StoreUnavailableError
 from waypost.server.auth import Principal, authenticate
 from waypost.server.deps import PRINCIPAL_STATE, ServerState
 
@@ -27,9 +27,9 @@ def body_limit(state: ServerState, method: str, path: str) -> int:
     return config.max_upload_bytes if method == "POST" and _UPLOAD.match(path) else config.max_request_bytes
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+async def _refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"error": message, "detail": None}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -62,13 +62,14 @@ class RequestGuard:
         if self.state.config.auth:
             try:
                 principal = await run_in_threadpool(self._principal, headers)
-            except WaypostError:  # the control store is unavailable: the route's own check answers (503)
-                log.debug("request guard: keys unreadable; the route checks the key", exc_info=True)
-            else:
-                if principal is None:
-                    await _refuse(send, 401, "a valid API key is required: Authorization: Bearer wp_...")
-                    return
-                scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+            except StoreUnavailableError:  # the control store is down: answered now, as the routes would
+                log.warning("request guard: the control store is unavailable", exc_info=True)
+                await _refuse(send, 503, "the store is unavailable; retry shortly", [(b"retry-after", b"5")])
+                return
+            if principal is None:
+                await _refuse(send, 401, "a valid API key is required: Authorization: Bearer wp_...")
+                return
+            scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
         await self._counted(scope, receive, send, limit)
 
     def _principal(self, headers: Headers) -> Principal | None:

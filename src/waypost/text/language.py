@@ -75,6 +75,9 @@ _ALIASES = {
     "nno": "no",
     "nor": "no",
     "zxx": UNDETERMINED,
+    "iw": "he",  # ISO 639-1 codes withdrawn in 1989, still written by Java's Locale and some APIs
+    "in": "id",
+    "ji": "yi",
 }
 
 

@@ -43,7 +43,7 @@ def passage_config(passages: PassagesIn | None) -> PassageConfig | None:
 
 def filter_of(raw: dict[str, Any] | None) -> Filter | None:
     """The request's filter, within the limits a filter's JSON text has everywhere (``parse_filter_json``)."""
-    return None if raw is None else parse_filter_json(json.dumps(raw, ensure_ascii=False))
+    return None if raw is None else parse_filter_json(json.dumps(raw, ensure_ascii=False, separators=(",", ":")))
 
 
 def check_rerank(spec: str | None) -> None:
