@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,6 +61,21 @@ class Shots:
         self.taken.append(path)
 
 
+def offline_router(url: str, outside: list[str]) -> Callable[[Any], None]:
+    """A Playwright route handler that lets requests to ``url``'s server through and aborts (and records in
+    ``outside``) every other."""
+    origin = urlsplit(url).netloc
+
+    def route_request(route: Any) -> None:
+        if urlsplit(route.request.url).netloc != origin:
+            outside.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    return route_request
+
+
 @needs_chromium
 def test_playground_end_to_end(server: LiveServer, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
@@ -67,16 +83,9 @@ def test_playground_end_to_end(server: LiveServer, tmp_path: Path) -> None:
     shots = Shots(Path(os.environ.get("WAYPOST_SCREENSHOTS") or tmp_path / "screenshots"))
     name = f"playground-{uuid.uuid4().hex[:8]}"
     api = server.client("alpha:write")
-    origin = urlsplit(server.url).netloc
     problems: list[str] = []
     outside: list[str] = []
-
-    def offline(route: Any) -> None:  # the page must never reach past this server
-        if urlsplit(route.request.url).netloc != origin:
-            outside.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
+    offline = offline_router(server.url, outside)  # the page must never reach past this server
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -272,16 +281,9 @@ def test_the_api_docs_render_offline(server: LiveServer, tmp_path: Path) -> None
     """``/docs`` in real Chromium with every request past this server refused: Swagger UI comes from here."""
     from playwright.sync_api import expect, sync_playwright
 
-    origin = urlsplit(server.url).netloc
     outside: list[str] = []
     problems: list[str] = []
-
-    def offline(route: Any) -> None:
-        if urlsplit(route.request.url).netloc != origin:
-            outside.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
+    offline = offline_router(server.url, outside)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)

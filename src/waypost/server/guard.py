@@ -27,7 +27,8 @@ def body_limit(state: ServerState, method: str, path: str) -> int:
     return config.max_upload_bytes if method == "POST" and _UPLOAD.match(path) else config.max_request_bytes
 
 
-async def _refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer from ASGI code outside the app's routes, as the app's error handlers do: ``{"error", "detail"}``."""
     body = json.dumps({"error": message, "detail": None}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     if status == 401:
@@ -57,17 +58,17 @@ class RequestGuard:
         headers = Headers(scope=scope)
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
-            await _refuse(send, 413, _too_large(limit))
+            await refuse(send, 413, _too_large(limit))
             return
         if self.state.config.auth:
             try:
                 principal = await run_in_threadpool(self._principal, headers)
             except StoreUnavailableError:  # the control store is down: answered now, as the routes would
                 log.warning("request guard: the control store is unavailable", exc_info=True)
-                await _refuse(send, 503, "the store is unavailable; retry shortly", [(b"retry-after", b"5")])
+                await refuse(send, 503, "the store is unavailable; retry shortly", [(b"retry-after", b"5")])
                 return
             if principal is None:
-                await _refuse(send, 401, "a valid API key is required: Authorization: Bearer wp_...")
+                await refuse(send, 401, "a valid API key is required: Authorization: Bearer wp_...")
                 return
             scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
         await self._counted(scope, receive, send, limit)
@@ -102,7 +103,7 @@ class RequestGuard:
             if over:
                 if not started:
                     started = True
-                    await _refuse(send, 413, _too_large(limit))
+                    await refuse(send, 413, _too_large(limit))
                 return  # the app's own answer to a body it never got whole
             started = started or message["type"] == "http.response.start"
             await send(message)
@@ -113,4 +114,4 @@ class RequestGuard:
             if not over:
                 raise  # the app's own failure; a cut-off body's is answered below
         if over and not started:
-            await _refuse(send, 413, _too_large(limit))
+            await refuse(send, 413, _too_large(limit))

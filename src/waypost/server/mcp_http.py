@@ -6,7 +6,6 @@ opened it. A server on a loopback address accepts only loopback Host headers (DN
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -26,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 from waypost.server.auth import Principal, authenticate
 from waypost.server.config import LOOPBACK
 from waypost.server.deps import ServerState, local_principal
+from waypost.server.guard import refuse
 from waypost.server.mcp import build_mcp_server
 
 log = logging.getLogger(__name__)
@@ -83,10 +83,10 @@ class McpEndpoint:
         principal = self.principal(scope)
         if principal is None:
             log.debug("MCP request refused: no valid API key")
-            await _refuse(send, 401, "a valid API key is required: Authorization: Bearer wp_...")
+            await refuse(send, 401, "a valid API key is required: Authorization: Bearer wp_...")
             return
         if self.manager is None:
-            await _refuse(send, 503, "MCP is not running (the server is starting or stopping)")
+            await refuse(send, 503, "MCP is not running (the server is starting or stopping)")
             return
         scope[PRINCIPAL] = principal
         # The session manager binds each MCP session to the credential that opened it: the key's id.
@@ -116,15 +116,6 @@ class McpEndpoint:
                     self.manager = None
 
         return run()
-
-
-async def _refuse(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message, "detail": None}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def mount_mcp(app: FastAPI, state: ServerState) -> None:
