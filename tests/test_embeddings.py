@@ -114,4 +114,4 @@ def test_an_unknown_model_name_fails_fast_without_the_network() -> None:
     started = time.monotonic()
     with pytest.raises(WaypostError, match="no local sentence-transformers model 'all-MiniLM-L6-v3'"):
         SentenceTransformerEmbedder("all-MiniLM-L6-v3")
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 45  # the model libraries load in here too; the hub retries took 80 s

@@ -266,8 +266,7 @@ def answer_metrics(
 ) -> dict[str, float]:
     """answer_recall: share of questions whose gold answer is in the answer or in a cited passage;
     answer_text_recall counts only the answer text and the cited spans; answer_supported is the share
-    of answers that claim support."""
-    check_gold_answers(queries)
+    of answers that claim support (``check_gold_answers`` first: a set without gold answers is refused)."""
     found: list[bool] = []  # the issue's definition: in the answer or in a passage it cites
     in_answer: list[bool] = []  # stricter: in the answer text or the cited spans themselves
     supported = 0

@@ -167,7 +167,7 @@ DRIVING_AGE = 16
 _PERSON_SUBJECT = re.compile(
     rf"(?:\b(?:{_PEOPLE}|{_FAMILY}|partner|friends?|mates?|retirees?|seniors?|pensioners?)"
     r"(?:\W+(?:both|all))?\s+(?:(?:who|that)\s+)?"  # "for my grandparents, both older than 70"
-    r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma", "a driver"
+    r"(?:(?:is|are|was|were)\s+)?"  # "kids that are", "my dad", "grandma"
     r"|\b(?:owners?|sellers?|buyers?)\s+(?:(?:who|that)\s+)?(?:is|are|was|were)\s+"  # "whose owner is"
     r"|\b(?:who|he|she|i|we)\s+(?:is|am|are|was|were)\s+|\b(?:who|he|she|i|we)['’](?:s|m|re)\s+"
     r"|\b(?:we|us)\W+(?:(?:both|all)\s+)?)$",  # "we're over 70", "for us, both over 70"; not "they": the items

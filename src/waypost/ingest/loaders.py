@@ -37,15 +37,12 @@ def _wide_text(head: bytes) -> bool:
     if len(head) < 8 or b"\x00" not in head:
         return False
     for width in (2, 4):
-        usable = len(head) - len(head) % width
-        units = [head[i : i + width] for i in range(0, usable, width)]
+        units = len(head) // width
         for spot in range(width):  # where the letter sits within its unit; the other bytes are NUL
-            plain = sum(
-                1 for u in units
-                if 0x20 <= u[spot] < 0x7F or u[spot] in (9, 10, 13)
-                if all(b == 0 for j, b in enumerate(u) if j != spot)
-            )  # fmt: skip
-            if plain >= 0.9 * len(units):
+            letters = head[spot : units * width : width]
+            pads = (head[j : units * width : width] for j in range(width) if j != spot)
+            printable = sum(1 for b in letters if 0x20 <= b < 0x7F or b in (9, 10, 13))
+            if printable >= 0.9 * units and all(pad.count(0) >= 0.9 * units for pad in pads):
                 return True
     return False
 

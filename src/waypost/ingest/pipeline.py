@@ -191,10 +191,9 @@ class Ingestor:
 
     def _flush(self, collection: str, batch: list[Document], report: IngestReport) -> None:
         self._stage("chunking", report)
-        unique = list({d.id: d for d in batch}.values())
-        known = self.store.document_hashes(collection, [d.id for d in unique])
-        changed = [d for d in unique if known.get(d.id) != self.fingerprint(d)]
-        report.unchanged += len(unique) - len(changed)
+        known = self.store.document_hashes(collection, [d.id for d in batch])  # ids are unique in one add
+        changed = [d for d in batch if known.get(d.id) != self.fingerprint(d)]
+        report.unchanged += len(batch) - len(changed)
         if not changed:
             self._stage("written", report)
             return

@@ -37,6 +37,14 @@ async def refuse(send: Send, status: int, message: str, extra: list[tuple[bytes,
     await send({"type": "http.response.body", "body": body})
 
 
+def bearer_principal(state: ServerState, headers: Headers) -> Principal | None:
+    """The principal of a request's ``Authorization: Bearer`` key, or None (no key, another scheme, invalid)."""
+    kind, _, token = headers.get("authorization", "").partition(" ")
+    if kind.lower() != "bearer" or not token.strip():
+        return None
+    return authenticate(state.control, token.strip())
+
+
 def _too_large(limit: int) -> str:
     return f"the request body is over the {limit:,}-byte limit"
 
@@ -74,10 +82,7 @@ class RequestGuard:
         await self._counted(scope, receive, send, limit)
 
     def _principal(self, headers: Headers) -> Principal | None:
-        kind, _, token = headers.get("authorization", "").partition(" ")
-        if kind.lower() != "bearer" or not token.strip():
-            return None
-        return authenticate(self.state.control, token.strip())
+        return bearer_principal(self.state, headers)
 
     async def _counted(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         """Runs the app with the body counted as it arrives (a chunked body has no length to read first);

@@ -22,10 +22,10 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from waypost.server.auth import Principal, authenticate
+from waypost.server.auth import Principal
 from waypost.server.config import LOOPBACK
 from waypost.server.deps import ServerState, local_principal
-from waypost.server.guard import refuse
+from waypost.server.guard import bearer_principal, refuse
 from waypost.server.mcp import build_mcp_server
 
 log = logging.getLogger(__name__)
@@ -71,11 +71,7 @@ class McpEndpoint:
             if self.state.local is None:
                 self.state.local = local_principal(self.state)
             return self.state.local
-        header = Headers(scope=scope).get("authorization", "")
-        kind, _, token = header.partition(" ")
-        if kind.lower() != "bearer" or not token.strip():
-            return None
-        return authenticate(self.state.control, token.strip())
+        return bearer_principal(self.state, Headers(scope=scope))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -202,9 +202,7 @@ async def upload(
     config = state.config
     length = request.headers.get("content-length")
     if length is None or not length.isdigit():  # a chunked body would be spooled whole before any limit
-        raise HTTPException(411, "an upload needs a Content-Length header")
-    if int(length) > config.max_upload_bytes:
-        raise HTTPException(413, f"the upload is {length} bytes, over the {config.max_upload_bytes}-byte limit")
+        raise HTTPException(411, "an upload needs a Content-Length header")  # (over the limit: ``server.guard``)
     coll = await open_collection(engine, name)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     file_limit = min(config.max_file_bytes, MAX_FILE_BYTES)  # what the loaders will read
